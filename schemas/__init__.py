@@ -1,0 +1,66 @@
+"""Pydantic models of every Kafka topic value, and their JSON Schemas (see ``schemas.generate``)."""
+
+from schemas.base import (
+    PR_KEY_RE,
+    PRNumber,
+    PullRequestRecord,
+    Record,
+    RepoName,
+    SubRecord,
+    gharchive_hour,
+    instance_id_for,
+    parse_gharchive_hour,
+    parse_pr_key,
+    pr_key,
+)
+from schemas.dead_letter import DeadLetter
+from schemas.gharchive import HourLedgerEntry, RawPullRequestEvent
+from schemas.harness import AgentSpec, HarnessRequest, HarnessResult
+from schemas.ledger import LedgerEntry
+from schemas.pull_requests import (
+    ChangedFile,
+    ClassifiedPullRequest,
+    EnrichedPullRequest,
+    LinkedIssue,
+    PatchSet,
+    PullRequestCandidate,
+    RepositoryInfo,
+)
+from schemas.registry import ALL_RECORD_MODELS
+from schemas.swebench import SWEBENCH_FIELDS, SWEBenchInstance
+from schemas.tasks import ExportedTask, ScoredTask, ValidatedTask, ValidationReport
+
+__all__ = [
+    "ALL_RECORD_MODELS",
+    "PR_KEY_RE",
+    "SWEBENCH_FIELDS",
+    "AgentSpec",
+    "ChangedFile",
+    "ClassifiedPullRequest",
+    "DeadLetter",
+    "EnrichedPullRequest",
+    "ExportedTask",
+    "HarnessRequest",
+    "HarnessResult",
+    "HourLedgerEntry",
+    "LedgerEntry",
+    "LinkedIssue",
+    "PRNumber",
+    "PatchSet",
+    "PullRequestCandidate",
+    "PullRequestRecord",
+    "RawPullRequestEvent",
+    "Record",
+    "RepoName",
+    "RepositoryInfo",
+    "SWEBenchInstance",
+    "ScoredTask",
+    "SubRecord",
+    "ValidatedTask",
+    "ValidationReport",
+    "gharchive_hour",
+    "instance_id_for",
+    "parse_gharchive_hour",
+    "parse_pr_key",
+    "pr_key",
+]

@@ -1,0 +1,223 @@
+"""Base record model, shared field types and key helpers for every topic value."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Any, ClassVar, Self
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
+
+__all__ = [
+    "GHARCHIVE_HOUR_RE",
+    "PR_KEY_RE",
+    "REPO_NAME_RE",
+    "ContentSha256",
+    "GHArchiveHour",
+    "GitSha",
+    "InstanceId",
+    "NonEmptyStr",
+    "PRNumber",
+    "PullRequestRecord",
+    "Record",
+    "RepoName",
+    "SubRecord",
+    "gharchive_hour",
+    "instance_id_for",
+    "parse_gharchive_hour",
+    "parse_pr_key",
+    "pr_key",
+    "validate_repo_name",
+]
+
+PR_NUMBER_MAX = 2**31 - 1
+
+_OWNER = r"[A-Za-z0-9][A-Za-z0-9-]{0,38}"
+_NAME = r"[A-Za-z0-9._-]{1,100}"
+# ECMA-262 flavour for JSON Schema consumers; Python validation uses the checks below.
+_REPO_NAME_JSON_PATTERN = rf"^{_OWNER}/(?!\.\.?$){_NAME}$"
+
+REPO_NAME_RE = re.compile(rf"(?P<owner>{_OWNER})/(?P<name>{_NAME})")
+PR_KEY_RE = re.compile(rf"(?P<repo>{_OWNER}/{_NAME})#(?P<number>[1-9][0-9]{{0,9}})")
+GHARCHIVE_HOUR_RE = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})-(?P<hour>1?[0-9]|2[0-3])")
+
+
+def validate_repo_name(value: str) -> str:
+    """Return ``value`` if it is a valid GitHub ``owner/repo`` name, else raise ValueError."""
+    if not isinstance(value, str):
+        raise ValueError(f"repository name must be a string, got {type(value).__name__}")
+    match = REPO_NAME_RE.fullmatch(value)
+    if match is None:
+        raise ValueError(
+            f"invalid repository name {value!r}: expected 'owner/repo' with owner matching "
+            f"{_OWNER} and repo matching {_NAME}"
+        )
+    if match["name"] in {".", ".."}:
+        raise ValueError(f"invalid repository name {value!r}: repo may not be '.' or '..'")
+    return value
+
+
+RepoName = Annotated[
+    str,
+    AfterValidator(validate_repo_name),
+    WithJsonSchema({"type": "string", "pattern": _REPO_NAME_JSON_PATTERN, "maxLength": 140}),
+]
+"""A GitHub repository full name, ``owner/repo``."""
+
+PRNumber = Annotated[int, Field(ge=1, le=PR_NUMBER_MAX)]
+"""A pull request (or issue) number."""
+
+GitSha = Annotated[str, Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
+"""A full lowercase hex git object id (SHA-1, or SHA-256)."""
+
+ContentSha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+"""A lowercase hex SHA-256 digest."""
+
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+
+InstanceId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,299}$")]
+"""A task instance id such as ``django__django-16255`` (safe as a file name)."""
+
+
+def pr_key(repo: str, number: int) -> str:
+    """The Kafka key of a PR-level record: ``owner/repo#number``."""
+    validate_repo_name(repo)
+    if isinstance(number, bool) or not isinstance(number, int):
+        raise ValueError(f"PR number must be an int, got {type(number).__name__}")
+    if not 1 <= number <= PR_NUMBER_MAX:
+        raise ValueError(f"PR number {number} out of range 1..{PR_NUMBER_MAX}")
+    return f"{repo}#{number}"
+
+
+def parse_pr_key(key: str) -> tuple[str, int]:
+    """Split an ``owner/repo#number`` key into ``(repo, number)``; ValueError if malformed."""
+    if not isinstance(key, str):
+        raise ValueError(f"PR key must be a string, got {type(key).__name__}")
+    match = PR_KEY_RE.fullmatch(key)
+    if match is None:
+        raise ValueError(f"invalid PR key {key!r}: expected 'owner/repo#number'")
+    repo = validate_repo_name(match["repo"])
+    number = int(match["number"])
+    if number > PR_NUMBER_MAX:
+        raise ValueError(f"invalid PR key {key!r}: number out of range 1..{PR_NUMBER_MAX}")
+    return repo, number
+
+
+def instance_id_for(repo: str, number: int) -> str:
+    """SWE-bench style instance id: ``owner__repo-number``."""
+    pr_key(repo, number)
+    owner, name = repo.split("/", 1)
+    return f"{owner}__{name}-{number}"
+
+
+def parse_gharchive_hour(value: str) -> datetime:
+    """Parse a GH Archive hour name (``YYYY-MM-DD-H``, no leading zero) into an aware datetime."""
+    match = GHARCHIVE_HOUR_RE.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise ValueError(f"invalid GH Archive hour {value!r}: expected 'YYYY-MM-DD-H' (H 0..23)")
+    try:
+        day = datetime.strptime(match["date"], "%Y-%m-%d")
+    except ValueError as exc:
+        raise ValueError(f"invalid GH Archive hour {value!r}: {exc}") from None
+    return day.replace(hour=int(match["hour"]), tzinfo=UTC)
+
+
+def gharchive_hour(moment: datetime) -> str:
+    """The GH Archive hour name containing ``moment`` (naive datetimes are taken as UTC)."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return f"{moment:%Y-%m-%d}-{moment.hour}"
+
+
+def _check_gharchive_hour(value: str) -> str:
+    parse_gharchive_hour(value)
+    return value
+
+
+GHArchiveHour = Annotated[
+    str,
+    AfterValidator(_check_gharchive_hour),
+    WithJsonSchema({"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}-(1?[0-9]|2[0-3])$"}),
+]
+"""A GH Archive hour name, e.g. ``2015-01-01-0``."""
+
+
+class SubRecord(BaseModel):
+    """Base of nested value objects: strict about unknown fields, no versions of their own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False, str_strip_whitespace=False)
+
+
+class Record(BaseModel):
+    """Base of every topic value: carries the schema and pipeline versions."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False, str_strip_whitespace=False)
+
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    schema_version: int = Field(
+        default=1, description="Version of this record's schema; must equal the model's."
+    )
+    pipeline_version: int = Field(ge=1, description="Pipeline version that produced the record.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_schema_version(cls, data: Any) -> Any:
+        # The static default above is for type checkers; the real default is per model.
+        if isinstance(data, dict) and "schema_version" not in data:
+            data = {**data, "schema_version": cls.SCHEMA_VERSION}
+        return data
+
+    @field_validator("schema_version")
+    @classmethod
+    def _check_schema_version(cls, value: int) -> int:
+        if value != cls.SCHEMA_VERSION:
+            raise ValueError(
+                f"{cls.__name__} schema_version {value} is not supported: this code reads "
+                f"schema_version {cls.SCHEMA_VERSION} only"
+            )
+        return value
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        json_schema = handler(core_schema)
+        target = handler.resolve_ref_schema(json_schema)
+        prop = target.get("properties", {}).get("schema_version")
+        if prop is not None:
+            prop["const"] = cls.SCHEMA_VERSION
+            prop["default"] = cls.SCHEMA_VERSION
+        return json_schema
+
+    def to_json(self) -> bytes:
+        """Serialize to the JSON bytes written to Kafka."""
+        return self.model_dump_json().encode()
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Self:
+        """Parse and validate JSON bytes read from Kafka."""
+        return cls.model_validate_json(data)
+
+
+class PullRequestRecord(Record):
+    """Base of PR-level topic values, keyed ``owner/repo#number``."""
+
+    repo: RepoName
+    number: PRNumber
+
+    @property
+    def key(self) -> str:
+        """The Kafka key ``owner/repo#number``."""
+        return pr_key(self.repo, self.number)

@@ -1,0 +1,39 @@
+"""The processed-PR ledger record."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import AwareDatetime, PositiveInt, model_validator
+
+from schemas.base import NonEmptyStr, PullRequestRecord
+
+__all__ = ["FINAL_STATUSES", "LedgerEntry", "LedgerStatus"]
+
+LedgerStatus = Literal["accepted", "rejected", "failed", "exported", "in_progress"]
+
+FINAL_STATUSES: frozenset[str] = frozenset({"rejected", "failed", "exported"})
+"""Statuses after which no stage works on the PR again (``accepted`` moves on to later stages)."""
+
+
+class LedgerEntry(PullRequestRecord):
+    """swe.ledger (compacted, key owner/repo#number): the latest state of one PR."""
+
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    stage: NonEmptyStr
+    status: LedgerStatus
+    reason: str | None = None
+    attempts: PositiveInt = 1
+    first_seen_at: AwareDatetime
+    updated_at: AwareDatetime
+
+    @model_validator(mode="after")
+    def _check_times(self) -> LedgerEntry:
+        if self.updated_at < self.first_seen_at:
+            raise ValueError("updated_at is earlier than first_seen_at")
+        return self
+
+    def is_final(self) -> bool:
+        """True once the PR is done with: rejected, failed or exported."""
+        return self.status in FINAL_STATUSES

@@ -1,0 +1,34 @@
+"""The topic value models, in stream-graph order (the topic catalog lives in streams/topics.py)."""
+
+from __future__ import annotations
+
+from schemas.base import Record
+from schemas.dead_letter import DeadLetter
+from schemas.gharchive import HourLedgerEntry, RawPullRequestEvent
+from schemas.harness import HarnessRequest, HarnessResult
+from schemas.ledger import LedgerEntry
+from schemas.pull_requests import (
+    ClassifiedPullRequest,
+    EnrichedPullRequest,
+    PatchSet,
+    PullRequestCandidate,
+)
+from schemas.tasks import ExportedTask, ScoredTask, ValidatedTask
+
+__all__ = ["ALL_RECORD_MODELS"]
+
+ALL_RECORD_MODELS: tuple[type[Record], ...] = (
+    RawPullRequestEvent,
+    HourLedgerEntry,
+    PullRequestCandidate,
+    EnrichedPullRequest,
+    ClassifiedPullRequest,
+    PatchSet,
+    ValidatedTask,
+    ScoredTask,
+    ExportedTask,
+    HarnessRequest,
+    HarnessResult,
+    LedgerEntry,
+    DeadLetter,
+)

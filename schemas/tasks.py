@@ -1,0 +1,100 @@
+"""Records of the task stages: validated, scored and exported SWE-bench-style tasks."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import (
+    AwareDatetime,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveInt,
+    model_validator,
+)
+
+from schemas.base import (
+    ContentSha256,
+    InstanceId,
+    NonEmptyStr,
+    PullRequestRecord,
+    SubRecord,
+)
+from schemas.pull_requests import Difficulty
+from schemas.swebench import SWEBenchFields, SWEBenchInstance
+
+__all__ = ["ExportedTask", "ScoredTask", "TestStatus", "ValidatedTask", "ValidationReport"]
+
+TestStatus = Literal["passed", "failed", "error", "skipped"]
+
+
+class ValidationReport(SubRecord):
+    """How a task was validated: per-test statuses before and after applying the patch."""
+
+    image: NonEmptyStr
+    runs: PositiveInt
+    duration_seconds: NonNegativeFloat
+    before: dict[str, TestStatus] = Field(description="Statuses with only the test patch.")
+    after: dict[str, TestStatus] = Field(description="Statuses with test patch and fix.")
+
+    def fail_to_pass(self) -> list[str]:
+        """Tests that fail (or error) before the fix and pass after it."""
+        return sorted(
+            t for t, s in self.after.items() if s == "passed" and self.before.get(t) != "passed"
+        )
+
+    def pass_to_pass(self) -> list[str]:
+        """Tests that pass both before and after the fix."""
+        return sorted(
+            t for t, s in self.after.items() if s == "passed" and self.before.get(t) == "passed"
+        )
+
+
+class ValidatedTask(PullRequestRecord, SWEBenchFields):
+    """tasks.validated: a SWE-bench instance whose tests were run and behave as required."""
+
+    model_config = ConfigDict(extra="forbid")
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    validation: ValidationReport
+    tests_generated: bool = False
+    testgen_turns: NonNegativeInt | None = None
+    testgen_tokens: NonNegativeInt | None = None
+    classification: Difficulty
+    difficulty_score: float = Field(ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _check_tests(self) -> ValidatedTask:
+        if not self.FAIL_TO_PASS:
+            raise ValueError("a validated task needs at least one FAIL_TO_PASS test")
+        both = set(self.FAIL_TO_PASS) & set(self.PASS_TO_PASS)
+        if both:
+            raise ValueError(f"tests in both FAIL_TO_PASS and PASS_TO_PASS: {sorted(both)[:5]}")
+        return self
+
+    def to_instance(self) -> SWEBenchInstance:
+        """The bare SWE-bench instance of this task."""
+        return SWEBenchInstance.model_validate(self.to_swebench())
+
+
+class ScoredTask(ValidatedTask):
+    """tasks.scored: a validated task with its quality score and the accept decision."""
+
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    quality_score: float = Field(ge=0.0, le=1.0)
+    quality_reasoning: str
+    accepted: bool
+
+
+class ExportedTask(PullRequestRecord):
+    """tasks.exported: where an accepted task was written, and a digest of its content."""
+
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    instance_id: InstanceId
+    export_dir: NonEmptyStr
+    dataset_path: NonEmptyStr
+    exported_at: AwareDatetime
+    content_sha256: ContentSha256

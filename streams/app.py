@@ -1,0 +1,84 @@
+"""The Faust app. ``faust -A streams.app worker`` and ``swe-stream worker`` both run ``app``.
+
+Kafka behaviour comes from the settings (``streams.kafka.KafkaProfile``): on the embedded
+broker ``swe-stream worker`` sets ``kafka.idempotence=off`` and short rebalance timeouts
+itself; with ``faust -A`` against a Tansu broker, set ``SWE_STREAM_KAFKA_IDEMPOTENCE=off``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import faust
+from faust.transport.drivers import TRANSPORTS
+from faust.transport.drivers import aiokafka as faust_aiokafka
+
+from streams import metrics
+from streams.kafka import KafkaProfile
+from streams.settings import Settings, load_settings
+from streams.stage import Stage, register_stage
+from streams.topology import pipeline_stages
+
+log = logging.getLogger("swe_stream.app")
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+IDEMPOTENT_SCHEME = "kafka-idempotent"
+
+
+class IdempotentProducer(faust_aiokafka.Producer):
+    """Faust's producer turns idempotence on only inside transactions; we want it always
+    (on brokers that support it) so that retries never duplicate a record."""
+
+    def _settings_extra(self) -> dict[str, Any]:
+        return {**super()._settings_extra(), "acks": "all", "enable_idempotence": True}
+
+
+class IdempotentTransport(faust_aiokafka.Transport):
+    Producer = IdempotentProducer
+
+
+TRANSPORTS[IDEMPOTENT_SCHEME] = f"{__name__}:IdempotentTransport"
+
+
+def create_app(settings: Settings, stages: Iterable[Stage[Any]] | None = None) -> faust.App:
+    """A Faust app wired with ``stages`` (default: the pipeline's) and the metrics server."""
+    bootstrap = settings.kafka.bootstrap or DEFAULT_BOOTSTRAP
+    profile = KafkaProfile.resolve(settings.kafka, bootstrap, embedded=False)
+    scheme = IDEMPOTENT_SCHEME if profile.idempotence else "kafka"
+    datadir = settings.worker.data_dir / "faust" / settings.worker.app_id
+    # Faust creates only the last path component of its datadir.
+    datadir.parent.mkdir(parents=True, exist_ok=True)
+    options: dict[str, Any] = {
+        "broker": f"{scheme}://{bootstrap}",
+        "autodiscover": False,
+        "store": "memory://",
+        "datadir": str(datadir),
+        "web_host": settings.worker.web_host,
+        "web_port": settings.worker.web_port,
+        "web_enabled": settings.worker.web_port != 0,
+        "topic_partitions": settings.kafka.partitions,
+        "topic_replication_factor": settings.kafka.replication_factor,
+        "consumer_auto_offset_reset": "earliest",
+        "producer_acks": -1,
+    }
+    if profile.rebalance_timeout_seconds:
+        options["broker_rebalance_timeout"] = profile.rebalance_timeout_seconds
+    if profile.session_timeout_seconds:
+        options["broker_session_timeout"] = profile.session_timeout_seconds
+        options["broker_heartbeat_interval"] = profile.session_timeout_seconds / 4
+    app = faust.App(settings.worker.app_id, **options)
+    for stage in pipeline_stages(settings) if stages is None else stages:
+        register_stage(app, stage, settings.pipeline_version)
+
+    metrics_port = settings.worker.metrics_port
+
+    @app.task
+    async def serve_metrics() -> None:
+        metrics.serve_metrics(metrics_port)
+
+    return app
+
+
+app = create_app(load_settings())

@@ -1,0 +1,49 @@
+"""Every Prometheus metric of swe-stream, declared once.
+
+Conventions: ``swe_stream_`` prefix, base units, ``_total`` counters, ``_seconds``
+histograms; labels are low-cardinality (stage, topic, reason, status), never a PR or repo.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, start_http_server
+
+log = logging.getLogger("swe_stream.metrics")
+
+STAGE_RECORDS_IN = Counter(
+    "swe_stream_stage_records_in_total", "Records a stage read from its input topic", ["stage"]
+)
+STAGE_RECORDS_OUT = Counter(
+    "swe_stream_stage_records_out_total", "Records a stage wrote to its output topic", ["stage"]
+)
+STAGE_RECORDS_REJECTED = Counter(
+    "swe_stream_stage_records_rejected_total",
+    "Records a stage dropped on purpose, by reason",
+    ["stage", "reason"],
+)
+STAGE_RECORDS_FAILED = Counter(
+    "swe_stream_stage_records_failed_total",
+    "Records a stage could not handle (schema or logic error)",
+    ["stage", "error"],
+)
+DLQ_RECORDS = Counter(
+    "swe_stream_dlq_records_total", "Dead letters written, by source topic", ["topic"]
+)
+LEDGER_WRITES = Counter(
+    "swe_stream_ledger_writes_total", "Ledger transitions written", ["stage", "status"]
+)
+STAGE_PROCESSING_SECONDS = Histogram(
+    "swe_stream_stage_processing_seconds",
+    "Time a stage spent on one record",
+    ["stage"],
+    buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600),
+)
+
+
+def serve_metrics(port: int, host: str = "0.0.0.0", registry: CollectorRegistry = REGISTRY) -> None:
+    """Serve ``/metrics`` on ``port`` from a daemon thread (0 = disabled)."""
+    if port:
+        start_http_server(port, addr=host, registry=registry)
+        log.info("Prometheus metrics on http://%s:%d/metrics", host, port)

@@ -1,0 +1,217 @@
+"""The one settings model of swe-stream.
+
+Precedence, lowest to highest: defaults < YAML file (``--config`` or ``SWE_STREAM_CONFIG``,
+read with ``yaml.safe_load``) < environment (``SWE_STREAM_<SECTION>_<FIELD>``, e.g.
+``SWE_STREAM_KAFKA_BOOTSTRAP``, plus the conventional ``GITHUB_TOKEN`` and
+``OPENROUTER_API_KEY``) < command-line flags.
+
+Secrets are ``SecretStr``: they print as ``**********`` everywhere, including
+``swe-stream config show``; code that needs the value calls ``get_secret_value()`` at the
+point of use and never logs it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+ENV_PREFIX = "SWE_STREAM_"
+CONFIG_ENV = "SWE_STREAM_CONFIG"
+
+# Conventional variable names users already have set, mapped to their place in the model.
+WELL_KNOWN_SECRETS: dict[str, tuple[str, str]] = {
+    "GITHUB_TOKEN": ("github", "token"),
+    "OPENROUTER_API_KEY": ("llm", "api_key"),
+}
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class KafkaSettings(Section):
+    bootstrap: str | None = Field(
+        None,
+        description="host:port[,host:port]; unset = start the embedded broker (Tansu)",
+    )
+    partitions: int = Field(
+        4, ge=1, le=1024, description="partition count of every PR-level topic (co-partitioned)"
+    )
+    replication_factor: int = Field(1, ge=1)
+    idempotence: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="idempotent producer; auto = off on the embedded broker, on elsewhere",
+    )
+    rebalance_timeout_seconds: float | None = Field(
+        None, gt=0, description="unset = 3 s on the embedded broker, Faust's 60 s elsewhere"
+    )
+    session_timeout_seconds: float | None = Field(
+        None, gt=0, description="unset = 10 s on the embedded broker, Faust's 60 s elsewhere"
+    )
+    embedded_port: int = Field(0, ge=0, le=65535, description="0 = pick a free port")
+
+    @field_validator("bootstrap")
+    @classmethod
+    def _strip_scheme(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        return value.split("://", 1)[1] if "://" in value else value
+
+
+class WorkerSettings(Section):
+    app_id: str = Field("swe-stream", min_length=1, description="Faust app id = consumer group")
+    web_host: str = "127.0.0.1"
+    web_port: int = Field(6066, ge=0, le=65535)
+    metrics_port: int = Field(9108, ge=0, le=65535, description="Prometheus /metrics; 0 = off")
+    data_dir: Path = Path("data")
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+class GHArchiveSettings(Section):
+    base_url: str = "https://data.gharchive.org"
+
+
+class GitHubSettings(Section):
+    api_url: str = "https://api.github.com"
+    git_url_template: str = "https://github.com/{owner}/{repo}.git"
+    token: SecretStr | None = None
+
+
+class LLMSettings(Section):
+    base_url: str = "https://openrouter.ai/api/v1"
+    model: str = "moonshotai/kimi-k2.5:nitro"
+    api_key: SecretStr | None = None
+
+
+class DockerSettings(Section):
+    base_image: str = "swe-stream/base:bookworm"
+
+
+# The YAML file for the settings being built; a ContextVar so that concurrent loads
+# (tests, threads) never see each other's file.
+_config_file: ContextVar[Path | None] = ContextVar("swe_stream_config_file", default=None)
+
+
+class YamlFileSource(PydanticBaseSettingsSource):
+    """The ``--config`` YAML file; ``yaml.safe_load`` so tags never construct objects."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        raise NotImplementedError  # __call__ returns the whole mapping at once
+
+    def __call__(self) -> dict[str, Any]:
+        path = _config_file.get()
+        return read_yaml_config(path) if path is not None else {}
+
+
+class WellKnownSecretsSource(PydanticBaseSettingsSource):
+    """``GITHUB_TOKEN`` / ``OPENROUTER_API_KEY``, below the ``SWE_STREAM_*`` variables."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        raise NotImplementedError
+
+    def __call__(self) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for variable, (section, name) in WELL_KNOWN_SECRETS.items():
+            value = os.environ.get(variable)
+            if value:
+                found.setdefault(section, {})[name] = value
+        return found
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="_",
+        env_nested_max_split=1,
+        extra="forbid",
+        validate_default=True,
+    )
+
+    pipeline_version: int = Field(1, ge=1, description="stamped on every record and ledger entry")
+    kafka: KafkaSettings = KafkaSettings()
+    worker: WorkerSettings = WorkerSettings()
+    gharchive: GHArchiveSettings = GHArchiveSettings()
+    github: GitHubSettings = GitHubSettings()
+    llm: LLMSettings = LLMSettings()
+    docker: DockerSettings = DockerSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # First wins: CLI flags (init kwargs) > SWE_STREAM_* > GITHUB_TOKEN & co > YAML.
+        assert isinstance(env_settings, EnvSettingsSource)
+        return (
+            init_settings,
+            env_settings,
+            WellKnownSecretsSource(settings_cls),
+            YamlFileSource(settings_cls),
+        )
+
+    def masked(self) -> dict[str, Any]:
+        """The effective settings as plain data, secrets masked (for display only)."""
+        return self.model_dump(mode="json")
+
+
+class ConfigFileError(ValueError):
+    """The YAML config file is missing, unreadable or not a mapping."""
+
+
+def read_yaml_config(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigFileError(f"cannot read config file {path}: {exc.strerror}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigFileError(f"config file {path} is not valid YAML: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigFileError(f"config file {path} must hold a mapping, not {type(data).__name__}")
+    return data
+
+
+def load_settings(
+    config_file: Path | str | None = None, overrides: Mapping[str, Any] | None = None
+) -> Settings:
+    """Build the effective settings. ``overrides`` are CLI flags, nested by section."""
+    if config_file is None and os.environ.get(CONFIG_ENV):
+        config_file = os.environ[CONFIG_ENV]
+    token = _config_file.set(Path(config_file) if config_file else None)
+    try:
+        return Settings(**_drop_none(overrides or {}))
+    finally:
+        _config_file.reset(token)
+
+
+def _drop_none(data: Mapping[str, Any]) -> dict[str, Any]:
+    """CLI flags that were not given arrive as None and must not shadow lower layers."""
+    cleaned: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            nested = _drop_none(value)
+            if nested:
+                cleaned[key] = nested
+        elif value is not None:
+            cleaned[key] = value
+    return cleaned

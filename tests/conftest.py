@@ -1,0 +1,87 @@
+"""Shared fixtures: real fixture data, the embedded broker, the Docker engine.
+
+Under ``CI=true`` nothing that needs the broker or Docker may be skipped: a missing
+engine is a test *error* there, so a broken CI machine can never look green.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = REPO_ROOT.parent / "shared" / "fixtures"
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+BASE_IMAGE = os.environ.get("SWE_STREAM_BASE_IMAGE", "swe-stream/base:bookworm")
+
+
+def unavailable(what: str) -> None:
+    """Skip locally, fail loudly in CI: a missing engine must never turn CI green."""
+    if IN_CI:
+        pytest.fail(f"{what} (CI=true: tests needing it may not be skipped)", pytrace=False)
+    pytest.skip(what)
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    if not FIXTURES.is_dir():
+        unavailable(f"shared fixtures not found at {FIXTURES}")
+    return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def gharchive_hour(fixtures_dir: Path) -> Path:
+    """The real GH Archive hour 2015-01-01 00:00 UTC (full payloads)."""
+    return fixtures_dir / "gharchive" / "2015-01-01-0.json.gz"
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Iterator[Any]:
+    import docker
+
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except Exception as exc:  # the SDK raises several unrelated types here
+        unavailable(f"no Docker engine answers: {exc}")
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def base_image(docker_client: Any) -> str:
+    """The locally built base image (`swe-stream images base`, built by .ci/run)."""
+    import docker.errors
+
+    try:
+        docker_client.images.get(BASE_IMAGE)
+    except docker.errors.ImageNotFound:
+        unavailable(f"base image {BASE_IMAGE} is missing: run `swe-stream images base`")
+    return BASE_IMAGE
+
+
+SWE_STREAM = str(Path(sys.executable).with_name("swe-stream"))
+
+
+@pytest.fixture
+def embedded_broker() -> Iterator[Any]:
+    """A fresh embedded broker per test: memory-only, so every test starts from nothing."""
+    from streams.broker import BrokerError, EmbeddedBroker
+
+    broker = EmbeddedBroker()
+    try:
+        broker.start()
+    except BrokerError as exc:
+        unavailable(f"embedded broker cannot start: {exc}")
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture
+def bootstrap(embedded_broker: Any) -> str:
+    return str(embedded_broker.bootstrap)

@@ -1,0 +1,95 @@
+"""The embedded broker's life cycle: it answers, and it never outlives its command."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from streams.broker import EmbeddedBroker, metadata_answers
+from tests.conftest import SWE_STREAM
+
+pytestmark = pytest.mark.integration
+
+
+def tansu_pids() -> set[int]:
+    """Every running Tansu broker process on this machine."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if "tansu" in os.readlink(entry / "exe"):
+                    found.add(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def gone(pid: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state == "Z":  # exited, waiting for its parent to reap it
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def start_broker_command() -> tuple[subprocess.Popen[str], str, int]:
+    process = subprocess.Popen(
+        [SWE_STREAM, "broker"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    assert process.stdout is not None
+    bootstrap = process.stdout.readline().split("bootstrap: ")[1].strip()
+    pid = int(process.stdout.readline().split("broker pid: ")[1])
+    return process, bootstrap, pid
+
+
+def test_embedded_broker_answers_metadata_and_stops() -> None:
+    with EmbeddedBroker() as broker:
+        assert broker.pid in tansu_pids()
+        host, port = broker.bootstrap.split(":")
+        assert metadata_answers(host, int(port))
+        pid = broker.pid
+    assert pid is not None and gone(pid)
+    assert not metadata_answers(host, int(port))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_broker_command_stops_its_broker_on_signal(sig: signal.Signals) -> None:
+    process, bootstrap, pid = start_broker_command()
+    host, port = bootstrap.split(":")
+    assert metadata_answers(host, int(port))
+    process.send_signal(sig)
+    assert process.wait(timeout=20) == 0
+    assert gone(pid), "broker outlived the command"
+
+
+def test_broker_dies_with_a_killed_parent() -> None:
+    process, _, pid = start_broker_command()
+    process.kill()  # SIGKILL: no handler runs; the kernel's parent-death signal must do it
+    process.wait(timeout=10)
+    assert gone(pid), "broker orphaned after SIGKILL of its parent"
+
+
+def test_commands_that_start_the_embedded_broker_leave_none_behind() -> None:
+    before = tansu_pids()
+    result = subprocess.run(
+        [SWE_STREAM, "topics", "create"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "SWE_STREAM_KAFKA_BOOTSTRAP"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "embedded broker on 127.0.0.1:" in result.stdout
+    assert "created   swe.ledger" in result.stdout
+    leftovers = {pid for pid in tansu_pids() - before if not gone(pid, timeout=5)}
+    assert not leftovers
