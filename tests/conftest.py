@@ -85,3 +85,23 @@ def embedded_broker() -> Iterator[Any]:
 @pytest.fixture
 def bootstrap(embedded_broker: Any) -> str:
     return str(embedded_broker.bootstrap)
+
+
+KINDS = ("unit", "integration", "docker")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test says what it needs, so `-m unit` really is the no-broker, no-Docker set."""
+    unmarked = [item.nodeid for item in items if not any(item.get_closest_marker(k) for k in KINDS)]
+    if unmarked:
+        raise pytest.UsageError(f"tests without a unit/integration/docker marker: {unmarked}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Under CI=true a skip of any kind is a failure: nothing may be skipped in CI."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if IN_CI and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI=true: {report.longrepr}"
