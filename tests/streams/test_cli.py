@@ -29,3 +29,10 @@ def test_unknown_command_fails() -> None:
     result = subprocess.run([SWE_STREAM, "frobnicate"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "invalid choice" in result.stderr
+
+
+def test_schemas_check_reports_the_committed_files_current() -> None:
+    result = subprocess.run(
+        [SWE_STREAM, "schemas", "generate", "--check"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
