@@ -31,6 +31,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from streams.broker import EmbeddedBroker, free_port
+from streams.kafka import KafkaProfile
+from streams.settings import KafkaSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_HOURS = [
@@ -105,17 +107,10 @@ async def output_rate(
 
 async def plain_loop(bootstrap: str, target: str, group: str, count: int) -> None:
     """The baseline: consume, produce the same bytes, commit per fetched batch."""
-    consumer = AIOKafkaConsumer(
-        SOURCE,
-        bootstrap_servers=bootstrap,
-        group_id=group,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        rebalance_timeout_ms=3000,
-        session_timeout_ms=10000,
-        heartbeat_interval_ms=2500,
-    )
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    # The same client settings the project's own producers and consumers use on this broker.
+    profile = KafkaProfile.resolve(KafkaSettings(), bootstrap, embedded=True)
+    consumer = AIOKafkaConsumer(SOURCE, **profile.consumer_config(group))
+    producer = AIOKafkaProducer(**profile.producer_config())
     await consumer.start()
     await producer.start()
     done = 0

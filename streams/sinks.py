@@ -1,8 +1,7 @@
 """Where stage output goes: a ``RecordSink`` sends (topic, key, value) bytes.
 
 Stages, the ledger and the DLQ helper write through this one small interface, so the same
-code runs inside a Faust agent (``FaustSink``), a plain aiokafka producer (``ProducerSink``,
-used by ingest and the CLI) and unit tests (``MemorySink``).
+code runs inside a Faust agent (``FaustSink``) and in unit tests (``MemorySink``).
 """
 
 from __future__ import annotations
@@ -29,16 +28,6 @@ class FaustSink:
                 topic, key_serializer="raw", value_serializer="raw"
             )
         await channel.send(key=key, value=value)
-
-
-class ProducerSink:
-    """Sends through an ``aiokafka.AIOKafkaProducer`` (the caller starts and stops it)."""
-
-    def __init__(self, producer: Any):
-        self.producer = producer
-
-    async def send(self, topic: str, key: bytes | None, value: bytes) -> None:
-        await self.producer.send(topic, value=value, key=key)
 
 
 @dataclass

@@ -7,7 +7,7 @@ Every PR-level topic is keyed ``owner/repo#number`` and has the same partition c
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from schemas import (
@@ -175,7 +175,3 @@ def topic(name: str) -> TopicSpec:
         return _BY_NAME[name]
     except KeyError:
         raise KeyError(f"unknown topic {name!r}; the catalog has: {', '.join(_BY_NAME)}") from None
-
-
-def iter_topics() -> Iterator[TopicSpec]:
-    return iter(ALL_TOPICS)
