@@ -14,7 +14,7 @@ from schemas.base import (
     pr_key,
 )
 from schemas.dead_letter import DeadLetter
-from schemas.gharchive import HourLedgerEntry, RawPullRequestEvent
+from schemas.gharchive import HourLedgerEntry, IngestDeadLetter, RawPullRequestEvent
 from schemas.harness import AgentSpec, HarnessRequest, HarnessResult
 from schemas.ledger import LedgerEntry
 from schemas.pull_requests import (
@@ -43,6 +43,7 @@ __all__ = [
     "HarnessRequest",
     "HarnessResult",
     "HourLedgerEntry",
+    "IngestDeadLetter",
     "LedgerEntry",
     "LinkedIssue",
     "PRNumber",

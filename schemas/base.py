@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Self
@@ -140,7 +141,9 @@ def gharchive_hour(moment: datetime) -> str:
     return f"{moment:%Y-%m-%d}-{moment.hour}"
 
 
+@functools.lru_cache(maxsize=4096)
 def _check_gharchive_hour(value: str) -> str:
+    # cached: every record of an hour carries the same name, and strptime is slow
     parse_gharchive_hour(value)
     return value
 

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any, ClassVar, Literal
 
 from pydantic import AwareDatetime, Field, NonNegativeInt, PositiveInt, model_validator
 
-from schemas.base import GHArchiveHour, GitSha, NonEmptyStr, PullRequestRecord, Record
+from schemas.base import (
+    ContentSha256,
+    GHArchiveHour,
+    GitSha,
+    NonEmptyStr,
+    PullRequestRecord,
+    Record,
+)
 
-__all__ = ["HourLedgerEntry", "PayloadFormat", "RawPullRequestEvent"]
+__all__ = ["HourLedgerEntry", "IngestDeadLetter", "PayloadFormat", "RawPullRequestEvent"]
 
 PayloadFormat = Literal["full", "slim"]
 
@@ -55,6 +63,9 @@ class HourLedgerEntry(Record):
     pull_request_events: NonNegativeInt
     bytes: NonNegativeInt
     source_url: NonEmptyStr
+    sha256: ContentSha256 | None = Field(
+        default=None, description="sha256 of the compressed file as read (None if never read)."
+    )
     error: str | None = None
     started_at: AwareDatetime
     finished_at: AwareDatetime
@@ -74,3 +85,26 @@ class HourLedgerEntry(Record):
         if self.status != "done" and not self.error:
             raise ValueError(f"status {self.status!r} requires an error message")
         return self
+
+
+class IngestDeadLetter(Record):
+    """gharchive.dlq (key = hour): a sample of a GH Archive line ingestion could not use."""
+
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    hour: GHArchiveHour
+    source_url: NonEmptyStr
+    line_number: NonNegativeInt = Field(description="1-based line; 0 for the file as a whole.")
+    reason: NonEmptyStr
+    error: str
+    sample_b64: str = Field(description="The first bytes of the offending line, base64.")
+    failed_at: AwareDatetime
+
+    @property
+    def key(self) -> str:
+        """The Kafka key: the hour name."""
+        return self.hour
+
+    def sample(self) -> bytes:
+        """The offending line's first bytes."""
+        return base64.b64decode(self.sample_b64)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from schemas.base import Record
 from schemas.dead_letter import DeadLetter
-from schemas.gharchive import HourLedgerEntry, RawPullRequestEvent
+from schemas.gharchive import HourLedgerEntry, IngestDeadLetter, RawPullRequestEvent
 from schemas.harness import HarnessRequest, HarnessResult
 from schemas.ledger import LedgerEntry
 from schemas.pull_requests import (
@@ -31,4 +31,5 @@ ALL_RECORD_MODELS: tuple[type[Record], ...] = (
     HarnessResult,
     LedgerEntry,
     DeadLetter,
+    IngestDeadLetter,
 )

@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,29 @@ def build_parser() -> argparse.ArgumentParser:
         action.add_argument("--partitions", type=int, help="PR-level partition count")
         action.add_argument("names", nargs="*", help="only these topics (default: all)")
 
+    ingest = commands.add_parser(
+        "ingest",
+        parents=[common, kafka],
+        help="publish GH Archive PullRequestEvents to gharchive.pull-request-events",
+    )
+    ingest.add_argument("--from", dest="first", metavar="HOUR", help="first hour: 2025-01-01T00")
+    ingest.add_argument("--to", dest="last", metavar="HOUR", help="last hour, inclusive")
+    ingest.add_argument("--hours", type=int, metavar="N", help="the last N published hours")
+    ingest.add_argument(
+        "--follow", action="store_true", help="wait for hours not yet published; go on forever"
+    )
+    ingest.add_argument(
+        "--source",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="local file, glob, directory, file:// or http(s):// URL (repeatable)",
+    )
+    ingest.add_argument("--force", action="store_true", help="re-ingest hours already done")
+    ingest.add_argument("--concurrency", type=int, help="hours fetched at once (default 8)")
+    ingest.add_argument("--poll-seconds", type=float, help="--follow: wait between checks")
+    ingest.add_argument("--base-url", help="GH Archive base URL (gharchive.base_url)")
+
     config = commands.add_parser("config", parents=[common], help="show the effective settings")
     config.add_subparsers(dest="action", required=True, metavar="ACTION").add_parser(
         "show", parents=[common], help="print the effective settings, secrets masked"
@@ -108,6 +132,11 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         "kafka": {
             "bootstrap": getattr(args, "bootstrap", None),
             "partitions": getattr(args, "partitions", None),
+        },
+        "gharchive": {
+            "base_url": getattr(args, "base_url", None),
+            "concurrency": getattr(args, "concurrency", None),
+            "poll_seconds": getattr(args, "poll_seconds", None),
         },
         "worker": {
             "log_level": getattr(args, "log_level", None),
@@ -206,6 +235,140 @@ async def _topics(action: str, bootstrap: str, settings: Settings, specs: list[A
             problems += 1
             print(f"  ! {spec.name}: {problem}", file=sys.stderr)
     return 1 if problems else 0
+
+
+def ingest_arguments_problem(args: argparse.Namespace) -> str | None:
+    """Which hours to ingest must be said exactly one way."""
+    ways = [bool(args.source), args.first is not None, args.hours is not None]
+    if sum(ways) != 1:
+        return "say which hours: --source SPEC, --from HOUR [--to HOUR], or --hours N"
+    if args.last is not None and args.first is None:
+        return "--to needs --from"
+    if args.source and args.follow:
+        return "--follow works with --from or --hours, not --source"
+    if args.hours is not None and args.hours < 1:
+        return "--hours must be at least 1"
+    return None
+
+
+def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    problem = ingest_arguments_problem(args)
+    if problem:
+        print(f"swe-stream ingest: {problem}", file=sys.stderr)
+        return 2
+    # SIGTERM ends a --follow run like Ctrl-C: in-flight hours stay un-"done" and are redone.
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    with kafka_bootstrap(settings.kafka.bootstrap, settings.kafka.embedded_port) as (
+        bootstrap,
+        embedded,
+    ):
+        if embedded:
+            log.warning(
+                "embedded broker on %s: what is published is gone when ingest exits", bootstrap
+            )
+        try:
+            return asyncio.run(_ingest(args, settings, bootstrap, embedded))
+        except (ValueError, FileNotFoundError) as exc:
+            print(f"swe-stream ingest: {exc}", file=sys.stderr)
+            return 2
+
+
+def _raise_keyboard_interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+async def _ingest(
+    args: argparse.Namespace, settings: Settings, bootstrap: str, embedded: bool
+) -> int:
+    from aiokafka import AIOKafkaProducer
+
+    from agents.ingest import Ingestor, Progress, following_hours, read_hour_ledger
+    from streams.gharchive import (
+        GHArchiveClient,
+        hours_between,
+        parse_hour,
+        resolve_sources,
+        sources_for_hours,
+    )
+
+    archive = settings.gharchive
+    profile = await detect_profile(settings.kafka, bootstrap, embedded)
+    async with TopicAdmin(bootstrap, settings.kafka) as admin:
+        await admin.create(ALL_TOPICS)
+    ledger = await read_hour_ledger(bootstrap)
+    producer = AIOKafkaProducer(
+        **profile.producer_config(),
+        linger_ms=5,
+        max_batch_size=1 << 20,
+        max_request_size=8 << 20,
+    )
+    await producer.start()
+    try:
+        async with GHArchiveClient(
+            archive.base_url,
+            timeout=archive.timeout_seconds,
+            max_attempts=archive.max_attempts,
+        ) as client:
+            sources: Any
+            total: int | None
+            if args.source:
+                sources = resolve_sources(args.source, archive.base_url)
+                total = len(sources)
+            elif args.hours is not None:
+                names = await client.latest_hours(args.hours)
+                sources, total = sources_for_hours(names, archive.base_url), len(names)
+                if args.follow:
+                    sources = _chain(
+                        sources,
+                        following_hours(
+                            parse_hour(names[-1]) + timedelta(hours=1), None, archive.base_url
+                        ),
+                    )
+                    total = None
+            else:
+                first = parse_hour(args.first)
+                last = parse_hour(args.last) if args.last else None
+                if args.follow:
+                    sources = following_hours(first, last, archive.base_url)
+                    total = len(hours_between(first, last)) if last else None
+                else:
+                    names = hours_between(first, last or first)
+                    sources, total = sources_for_hours(names, archive.base_url), len(names)
+            progress = Progress(total, interactive=sys.stderr.isatty())
+            ingestor = Ingestor(
+                producer=producer,
+                client=client,
+                settings=archive,
+                pipeline_version=settings.pipeline_version,
+                ledger=ledger,
+                force=args.force,
+                follow=args.follow,
+                progress=progress,
+            )
+            try:
+                reports = await ingestor.run(sources)
+            finally:
+                progress.close()
+    finally:
+        await producer.stop()
+    counts = {
+        s: sum(1 for r in reports if r.status == s)
+        for s in ("done", "partial", "failed", "skipped")
+    }
+    print(
+        f"ingested {len(reports)} hours: "
+        + " ".join(f"{status}={n}" for status, n in counts.items())
+        + f"; events={sum(r.events for r in reports if r.status != 'skipped')}"
+        + f" published={sum(r.published for r in reports if r.status != 'skipped')}"
+    )
+    return 1 if counts["failed"] else 0
+
+
+async def _chain(first: Any, then: Any) -> Any:
+    for item in first:
+        yield item
+    async for item in then:
+        yield item
 
 
 def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
@@ -308,6 +471,7 @@ def cmd_images(args: argparse.Namespace, settings: Settings) -> int:
 COMMANDS = {
     "broker": cmd_broker,
     "topics": cmd_topics,
+    "ingest": cmd_ingest,
     "config": cmd_config,
     "worker": cmd_worker,
     "schemas": cmd_schemas,

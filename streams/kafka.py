@@ -14,10 +14,11 @@ broker instead of failing on the first send; ``off`` never asks.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.protocol.transaction import InitProducerIdRequest
@@ -115,6 +116,45 @@ async def detect_profile(settings: KafkaSettings, bootstrap: str, embedded: bool
         bootstrap,
     )
     return KafkaProfile.resolve(settings, bootstrap, embedded, dev_broker=True)
+
+
+async def read_topic_to_end(bootstrap: str, topic: str) -> AsyncIterator[Any]:
+    """Every record of ``topic`` from its beginning to its end as of now, without a group.
+
+    "The end" is each partition's high watermark as the Fetch responses report it: the
+    embedded broker's ListOffsets answers lag behind (it reports a batch's base offset), so
+    ``end_offsets`` alone would stop early there.
+    """
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False
+    )
+    await consumer.start()
+    try:
+        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        if not partitions:
+            return
+        consumer.assign(partitions)
+        await consumer.seek_to_beginning(*partitions)
+        listed = await consumer.end_offsets(partitions)
+        while True:
+            batch = await consumer.getmany(*partitions, timeout_ms=500)
+            for records in batch.values():
+                for record in records:
+                    yield record
+            if await _at_high_watermarks(consumer, partitions, listed):
+                return
+    finally:
+        await consumer.stop()
+
+
+async def _at_high_watermarks(
+    consumer: AIOKafkaConsumer, partitions: list[TopicPartition], listed: dict[Any, int]
+) -> bool:
+    for tp in partitions:
+        end = consumer.highwater(tp)  # None until a fetch for tp has answered
+        if end is None or await consumer.position(tp) < max(end, listed[tp]):
+            return False
+    return True
 
 
 @dataclass

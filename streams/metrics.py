@@ -41,6 +41,28 @@ STAGE_PROCESSING_SECONDS = Histogram(
     buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600),
 )
 
+INGEST_HOURS = Counter(
+    "swe_stream_ingest_hours_total", "GH Archive hours ingested, by final status", ["status"]
+)
+INGEST_BYTES = Counter(
+    "swe_stream_ingest_bytes_total", "Compressed GH Archive bytes read (files and downloads)"
+)
+INGEST_EVENTS = Counter("swe_stream_ingest_events_total", "GH Archive events seen (lines)")
+INGEST_PULL_REQUEST_EVENTS = Counter(
+    "swe_stream_ingest_pull_request_events_total", "PullRequestEvents published"
+)
+INGEST_ERRORS = Counter(
+    "swe_stream_ingest_errors_total", "GH Archive input ingest could not use, by reason", ["reason"]
+)
+INGEST_HOUR_SECONDS = Histogram(
+    "swe_stream_ingest_hour_seconds",
+    "Time to ingest one GH Archive hour (download, decompress, publish)",
+    buckets=(0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800),
+)
+GHARCHIVE_DOWNLOAD_RETRIES = Counter(
+    "swe_stream_gharchive_download_retries_total", "GH Archive download attempts retried or resumed"
+)
+
 
 def serve_metrics(port: int, host: str = "0.0.0.0", registry: CollectorRegistry = REGISTRY) -> None:
     """Serve ``/metrics`` on ``port`` from a daemon thread (0 = disabled)."""

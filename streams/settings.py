@@ -82,6 +82,13 @@ class WorkerSettings(Section):
 
 class GHArchiveSettings(Section):
     base_url: str = "https://data.gharchive.org"
+    concurrency: int = Field(8, ge=1, le=64, description="hours fetched at once")
+    poll_seconds: float = Field(60.0, gt=0, description="--follow: wait between checks")
+    max_attempts: int = Field(5, ge=1, description="download attempts per hour")
+    timeout_seconds: float = Field(60.0, gt=0)
+    dlq_samples_per_hour: int = Field(
+        100, ge=0, description="bad lines sent to gharchive.dlq per hour (all are counted)"
+    )
 
 
 class GitHubSettings(Section):

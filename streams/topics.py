@@ -18,6 +18,7 @@ from schemas import (
     HarnessRequest,
     HarnessResult,
     HourLedgerEntry,
+    IngestDeadLetter,
     LedgerEntry,
     PatchSet,
     PullRequestCandidate,
@@ -80,6 +81,14 @@ GHARCHIVE_HOURS = TopicSpec(
     key=HOUR_KEY,
     partitions=1,
     configs=COMPACT,
+)
+GHARCHIVE_DLQ = TopicSpec(
+    "gharchive.dlq",
+    IngestDeadLetter,
+    "samples of GH Archive lines ingest could not use (file, line number, error)",
+    key=HOUR_KEY,
+    partitions=1,
+    configs=DLQ_CONFIGS,
 )
 PULL_REQUEST_EVENTS = TopicSpec(
     "gharchive.pull-request-events",
@@ -151,6 +160,7 @@ LEDGER = TopicSpec(
 
 PRIMARY_TOPICS: tuple[TopicSpec, ...] = (
     GHARCHIVE_HOURS,
+    GHARCHIVE_DLQ,
     PULL_REQUEST_EVENTS,
     CANDIDATES,
     ENRICHED,

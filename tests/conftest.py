@@ -105,3 +105,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if IN_CI and report.skipped and not hasattr(report, "wasxfail"):
         report.outcome = "failed"
         report.longrepr = f"skipped under CI=true: {report.longrepr}"
+
+
+# A real HTTP server on 127.0.0.1 serving the GH Archive fixture hours (with fault injection).
+from tests.gharchive_server import FakeGHArchive, gharchive_server  # noqa: E402, F401

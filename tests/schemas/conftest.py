@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
 import json
@@ -21,6 +22,7 @@ from schemas import (
     HarnessRequest,
     HarnessResult,
     HourLedgerEntry,
+    IngestDeadLetter,
     LedgerEntry,
     LinkedIssue,
     PatchSet,
@@ -113,6 +115,7 @@ def examples(
         pull_request_events=len(gharchive_pr_events),
         bytes=hour_path.stat().st_size,
         source_url=f"https://data.gharchive.org/{HOUR}.json.gz",
+        sha256=hashlib.sha256(hour_path.read_bytes()).hexdigest(),
         started_at=started,
         finished_at=started + timedelta(seconds=2.5),
     )
@@ -303,6 +306,16 @@ def examples(
         attempts=3,
         failed_at=started,
     )
+    ingest_dead = IngestDeadLetter(
+        pipeline_version=PIPELINE_VERSION,
+        hour=HOUR,
+        source_url=f"https://data.gharchive.org/{HOUR}.json.gz",
+        line_number=42,
+        reason="malformed-json",
+        error="unexpected end of data: line 1 column 80",
+        sample_b64=base64.b64encode(first_line[:80]).decode(),
+        failed_at=started,
+    )
     built: list[Record] = [
         raw,
         hour_entry,
@@ -317,5 +330,6 @@ def examples(
         result,
         ledger,
         dead,
+        ingest_dead,
     ]
     return {type(record): record for record in built}

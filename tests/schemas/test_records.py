@@ -19,6 +19,7 @@ from schemas import (
     HarnessRequest,
     HarnessResult,
     HourLedgerEntry,
+    IngestDeadLetter,
     LedgerEntry,
     PatchSet,
     PullRequestCandidate,
@@ -46,6 +47,7 @@ MODELS = pytest.mark.parametrize("model", ALL_RECORD_MODELS, ids=MODEL_IDS)
 WRONG_TYPE: dict[type[Record], tuple[str, Any]] = {
     RawPullRequestEvent: ("number", "abc"),
     HourLedgerEntry: ("events_total", "many"),
+    IngestDeadLetter: ("line_number", "forty-two"),
     PullRequestCandidate: ("number", "abc"),
     EnrichedPullRequest: ("additions", "lots"),
     ClassifiedPullRequest: ("score", "high"),
@@ -72,9 +74,9 @@ def assert_rejected(model: type[Record], data: dict[str, Any], field: str) -> No
     assert any(err["loc"] and err["loc"][0] == field for err in info.value.errors())
 
 
-def test_registry_lists_the_thirteen_topic_models() -> None:
-    assert len(ALL_RECORD_MODELS) == 13
-    assert len(set(ALL_RECORD_MODELS)) == 13
+def test_registry_lists_every_topic_model() -> None:
+    assert len(ALL_RECORD_MODELS) == 14
+    assert len(set(ALL_RECORD_MODELS)) == 14
     assert set(WRONG_TYPE) == set(ALL_RECORD_MODELS)
     for model in ALL_RECORD_MODELS:
         assert issubclass(model, Record)

@@ -1,0 +1,362 @@
+"""Stage ``ingest``: GH Archive hours -> ``gharchive.pull-request-events``.
+
+Ingest is the source of the graph, a producer rather than a Faust agent (it reads GH Archive,
+not Kafka). For every hour: stream the compressed bytes (``streams.gharchive``), decompress,
+prefilter and normalise them (``agents.ingest_scan``), publish each PullRequestEvent keyed
+``owner/repo#number``, then record the hour in the compacted ``gharchive.hours`` ledger, only
+after every record was acknowledged. A ``done`` hour is skipped on the next run unless forced;
+an interrupted one has no ``done`` entry and is ingested again (downstream dedups the repeats).
+
+Bad input never stops ingestion: every problem is counted by reason, a sample goes to
+``gharchive.dlq`` with file, line number and error, and a file cut short ends ``partial``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from agents.ingest_scan import HourScanner, ScanProblem
+from schemas import HourLedgerEntry, IngestDeadLetter
+from streams import metrics
+from streams.gharchive import DownloadError, GHArchiveClient, HourNotPublished, HourSource
+from streams.kafka import read_topic_to_end
+from streams.settings import GHArchiveSettings
+from streams.topics import GHARCHIVE_DLQ, GHARCHIVE_HOURS, PULL_REQUEST_EVENTS
+
+log = logging.getLogger("swe_stream.ingest")
+
+_HOUR_PREFIX = re.compile(r"^(\d{4}-\d{2}-\d{2}-(?:1?[0-9]|2[0-3]))(?:\.|$)")
+
+
+def hour_of(source: HourSource) -> str:
+    """The GH Archive hour a source holds, from its name (``2015-01-01-0.json.gz``,
+    ``2015-01-01-0.slim.json.gz``); a clear error for a file named otherwise."""
+    if source.hour:
+        return source.hour
+    match = _HOUR_PREFIX.match(source.name)
+    if match is None:
+        raise ValueError(
+            f"cannot tell which GH Archive hour {source.url} holds: name files YYYY-MM-DD-H.json.gz"
+        )
+    return match.group(1)
+
+
+@dataclass
+class HourReport:
+    """What happened to one hour in this run."""
+
+    hour: str
+    source_url: str
+    status: str  # done / partial / failed / skipped
+    events: int = 0
+    published: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    problems: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+
+
+async def read_hour_ledger(bootstrap: str) -> dict[str, HourLedgerEntry]:
+    """The latest entry of every hour in ``gharchive.hours``."""
+    entries: dict[str, HourLedgerEntry] = {}
+    async for record in read_topic_to_end(bootstrap, GHARCHIVE_HOURS.name):
+        try:
+            entry = HourLedgerEntry.from_json(record.value)
+        except ValueError:
+            log.warning("unreadable gharchive.hours entry at offset %d", record.offset)
+            continue
+        entries[entry.hour] = entry
+    return entries
+
+
+class Progress:
+    """Progress of a run: a rich bar on a terminal, a log line per hour otherwise."""
+
+    def __init__(self, total_hours: int | None, interactive: bool):
+        self.started = time.monotonic()
+        self.bytes = 0
+        self.events = 0
+        self._bar: Any = None
+        if interactive:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+            from rich.progress import Progress as RichProgress
+
+            self._bar = RichProgress(
+                TextColumn("ingest"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("hours  {task.fields[mb]:.1f} MB  {task.fields[rate]:,.0f} events/s"),
+                TimeElapsedColumn(),
+            )
+            self._task = self._bar.add_task("ingest", total=total_hours, mb=0.0, rate=0.0)
+            self._bar.start()
+
+    def advance(self, compressed_bytes: int, events: int) -> None:
+        self.bytes += compressed_bytes
+        self.events += events
+        if self._bar is not None:
+            rate = self.events / max(time.monotonic() - self.started, 1e-6)
+            self._bar.update(self._task, mb=self.bytes / 2**20, rate=rate)
+
+    def hour_finished(self, report: HourReport) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task)
+        if report.status == "skipped":
+            log.info("hour %s skipped: already done (use --force to re-ingest)", report.hour)
+            return
+        log.log(
+            logging.INFO if report.status == "done" else logging.WARNING,
+            "hour %s %s: %d events, %d PullRequestEvents published, %.1f MB, %.2f s%s%s",
+            report.hour,
+            report.status,
+            report.events,
+            report.published,
+            report.bytes / 2**20,
+            report.seconds,
+            f", problems {report.problems}" if report.problems else "",
+            f", error: {report.error}" if report.error else "",
+        )
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+class Ingestor:
+    """Ingests hours with at most ``settings.concurrency`` in flight."""
+
+    def __init__(
+        self,
+        *,
+        producer: Any,
+        client: GHArchiveClient,
+        settings: GHArchiveSettings,
+        pipeline_version: int,
+        ledger: dict[str, HourLedgerEntry],
+        force: bool = False,
+        follow: bool = False,
+        progress: Progress | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ):
+        self.producer = producer
+        self.client = client
+        self.settings = settings
+        self.pipeline_version = pipeline_version
+        self.ledger = ledger
+        self.force = force
+        self.follow = follow
+        self.progress = progress or Progress(None, interactive=False)
+        self.clock = clock
+
+    async def run(
+        self, sources: Iterable[HourSource] | AsyncIterator[HourSource]
+    ) -> list[HourReport]:
+        """Ingest every source; bounded concurrency and a bounded queue keep memory flat even
+        for an endless ``--follow`` stream of hours."""
+        queue: asyncio.Queue[HourSource | None] = asyncio.Queue(self.settings.concurrency)
+        reports: list[HourReport] = []
+
+        async def feed() -> None:
+            if isinstance(sources, AsyncIterator):
+                async for source in sources:
+                    await queue.put(source)
+            else:
+                for source in sources:
+                    await queue.put(source)
+            for _ in range(self.settings.concurrency):
+                await queue.put(None)
+
+        async def work() -> None:
+            while (source := await queue.get()) is not None:
+                report = await self.ingest_hour(source)
+                reports.append(report)
+                self.progress.hour_finished(report)
+
+        await asyncio.gather(feed(), *(work() for _ in range(self.settings.concurrency)))
+        return sorted(reports, key=lambda r: r.hour)
+
+    async def ingest_hour(self, source: HourSource) -> HourReport:
+        hour = hour_of(source)
+        previous = self.ledger.get(hour)
+        if previous is not None and previous.status == "done" and not self.force:
+            return HourReport(
+                hour,
+                source.url,
+                "skipped",
+                previous.events_total,
+                previous.pull_request_events,
+                previous.bytes,
+            )
+        while True:
+            try:
+                return await self._ingest(hour, source, previous)
+            except HourNotPublished:
+                if not self.follow:
+                    return await self._finish_failed(hour, source, previous, "not published (404)")
+                log.info(
+                    "hour %s not published yet; checking again in %.0f s",
+                    hour,
+                    self.settings.poll_seconds,
+                )
+                await asyncio.sleep(self.settings.poll_seconds)
+
+    async def _ingest(
+        self, hour: str, source: HourSource, previous: HourLedgerEntry | None
+    ) -> HourReport:
+        started_at, started = self.clock(), time.perf_counter()
+        scanner = HourScanner(hour, self.pipeline_version)
+        pending: list[asyncio.Future[Any]] = []
+        samples = 0
+        error: str | None = None
+
+        async def handle(items: list[tuple[bytes, bytes] | ScanProblem]) -> None:
+            nonlocal samples
+            for item in items:
+                if isinstance(item, ScanProblem):
+                    metrics.INGEST_ERRORS.labels(reason=item.reason).inc()
+                    if samples < self.settings.dlq_samples_per_hour:
+                        samples += 1
+                        await self._dead_letter(hour, source, item)
+                else:
+                    key, value = item
+                    pending.append(await self.producer.send(PULL_REQUEST_EVENTS.name, value, key))
+
+        retries_before = self.client.stats.retries
+        try:
+            async for chunk in self.client.stream(source):
+                lines_before = scanner.stats.lines
+                await handle(scanner.feed(chunk))
+                metrics.INGEST_BYTES.inc(len(chunk))
+                self.progress.advance(len(chunk), scanner.stats.lines - lines_before)
+        except DownloadError as exc:
+            error = str(exc)
+        await handle(scanner.close())
+        metrics.GHARCHIVE_DOWNLOAD_RETRIES.inc(self.client.stats.retries - retries_before)
+        stats = scanner.stats
+        metrics.INGEST_EVENTS.inc(stats.lines)
+
+        # "done" only once every record is acknowledged; a lost send leaves the hour partial.
+        results = await asyncio.gather(*pending, return_exceptions=True)
+        failed_sends = [r for r in results if isinstance(r, BaseException)]
+        published = len(results) - len(failed_sends)
+        metrics.INGEST_PULL_REQUEST_EVENTS.inc(published)
+        if failed_sends:
+            metrics.INGEST_ERRORS.labels(reason="publish-failed").inc(len(failed_sends))
+            error = error or f"{len(failed_sends)} records not published: {failed_sends[0]!r}"
+        if error is not None and (stats.lines == 0 and not stats.truncated):
+            status = "failed"
+        elif error is not None or stats.truncated:
+            status = "partial"
+            if error is None:
+                error = "; ".join(
+                    f"{reason} x{n}"
+                    for reason, n in sorted(stats.problems.items())
+                    if reason in {"truncated-gzip", "corrupt-gzip"}
+                )
+        else:
+            status = "done"
+        seconds = time.perf_counter() - started
+        await self._record_hour(
+            hour,
+            source,
+            previous,
+            status,
+            error,
+            stats.lines,
+            published,
+            stats.compressed_bytes,
+            stats.sha256 or None,
+            started_at,
+        )
+        metrics.INGEST_HOUR_SECONDS.observe(seconds)
+        return HourReport(
+            hour,
+            source.url,
+            status,
+            stats.lines,
+            published,
+            stats.compressed_bytes,
+            seconds,
+            dict(stats.problems),
+            error,
+        )
+
+    async def _finish_failed(
+        self, hour: str, source: HourSource, previous: HourLedgerEntry | None, error: str
+    ) -> HourReport:
+        now = self.clock()
+        await self._record_hour(hour, source, previous, "failed", error, 0, 0, 0, None, now)
+        return HourReport(hour, source.url, "failed", error=error)
+
+    async def _record_hour(
+        self,
+        hour: str,
+        source: HourSource,
+        previous: HourLedgerEntry | None,
+        status: str,
+        error: str | None,
+        events: int,
+        published: int,
+        size: int,
+        sha256: str | None,
+        started_at: datetime,
+    ) -> None:
+        entry = HourLedgerEntry.model_validate(
+            {
+                "pipeline_version": self.pipeline_version,
+                "hour": hour,
+                "status": status,
+                "events_total": events,
+                "pull_request_events": min(published, events),
+                "bytes": size,
+                "source_url": source.url,
+                "sha256": sha256,
+                "error": (error or None) if status != "done" else None,
+                "started_at": started_at,
+                "finished_at": max(self.clock(), started_at),
+                "attempts": previous.attempts + 1 if previous else 1,
+            }
+        )
+        await self.producer.send_and_wait(GHARCHIVE_HOURS.name, entry.to_json(), hour.encode())
+        self.ledger[hour] = entry
+        metrics.INGEST_HOURS.labels(status=status).inc()
+
+    async def _dead_letter(self, hour: str, source: HourSource, problem: ScanProblem) -> None:
+        letter = IngestDeadLetter(
+            pipeline_version=self.pipeline_version,
+            hour=hour,
+            source_url=source.url,
+            line_number=problem.line_number,
+            reason=problem.reason,
+            error=problem.error[:4000],
+            sample_b64=base64.b64encode(problem.sample[:2048]).decode("ascii"),
+            failed_at=self.clock(),
+        )
+        await self.producer.send(GHARCHIVE_DLQ.name, letter.to_json(), hour.encode())
+
+
+async def following_hours(
+    first: datetime, last: datetime | None, base_url: str
+) -> AsyncIterator[HourSource]:
+    """Hours from ``first`` on (to ``last`` if given, else forever): each hour is handed over
+    as soon as the one before it was, and ``Ingestor`` waits for it to be published."""
+    from streams.gharchive import hour_name, sources_for_hours
+
+    moment = first
+    while last is None or moment <= last:
+        for source in sources_for_hours([hour_name(moment)], base_url):
+            yield source
+        moment += timedelta(hours=1)
