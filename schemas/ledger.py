@@ -10,7 +10,9 @@ from schemas.base import NonEmptyStr, PullRequestRecord
 
 __all__ = ["FINAL_STATUSES", "LedgerEntry", "LedgerStatus"]
 
-LedgerStatus = Literal["accepted", "rejected", "failed", "exported", "in_progress"]
+LedgerStatus = Literal["accepted", "rejected", "failed", "exported", "in_progress", "ignored"]
+"""``ignored``: an event of the PR was seen but did not qualify (e.g. ``opened``, not merged
+yet); unlike ``rejected`` it is not final, so a later merge event is still processed."""
 
 FINAL_STATUSES: frozenset[str] = frozenset({"rejected", "failed", "exported"})
 """Statuses after which no stage works on the PR again (``accepted`` moves on to later stages)."""

@@ -8,7 +8,7 @@ itself; with ``faust -A`` against a Tansu broker, set ``SWE_STREAM_KAFKA_IDEMPOT
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import faust
@@ -17,9 +17,10 @@ from faust.transport.drivers import aiokafka as faust_aiokafka
 
 from streams import metrics
 from streams.kafka import KafkaProfile
+from streams.ledger import Ledger, TableLedgerStore, ledger_table, raw_schema
 from streams.settings import Settings, load_settings
 from streams.stage import Stage, register_stage
-from streams.topology import pipeline_stages
+from streams.topology import StageResources, pipeline_stages
 
 log = logging.getLogger("swe_stream.app")
 
@@ -42,8 +43,12 @@ class IdempotentTransport(faust_aiokafka.Transport):
 TRANSPORTS[IDEMPOTENT_SCHEME] = f"{__name__}:IdempotentTransport"
 
 
-def create_app(settings: Settings, stages: Iterable[Stage[Any]] | None = None) -> faust.App:
-    """A Faust app wired with ``stages`` (default: the pipeline's) and the metrics server."""
+StagesFactory = Callable[[Settings, StageResources], Iterable[Stage[Any]]]
+
+
+def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> faust.App:
+    """A Faust app wired with the ``stages`` the factory builds (default: the pipeline's,
+    filtered by ``worker.stages``), the ledger table and the metrics server."""
     bootstrap = settings.kafka.bootstrap or DEFAULT_BOOTSTRAP
     profile = KafkaProfile.resolve(settings.kafka, bootstrap, embedded=False)
     scheme = IDEMPOTENT_SCHEME if profile.idempotence else "kafka"
@@ -62,6 +67,8 @@ def create_app(settings: Settings, stages: Iterable[Stage[Any]] | None = None) -
         "topic_replication_factor": settings.kafka.replication_factor,
         "consumer_auto_offset_reset": "earliest",
         "producer_acks": -1,
+        # a stage may wait out a GitHub rate-limit reset (up to an hour) inside one record
+        "broker_max_poll_interval": settings.github.max_rate_limit_wait_seconds + 300,
     }
     if profile.rebalance_timeout_seconds:
         options["broker_rebalance_timeout"] = profile.rebalance_timeout_seconds
@@ -69,8 +76,14 @@ def create_app(settings: Settings, stages: Iterable[Stage[Any]] | None = None) -
         options["broker_session_timeout"] = profile.session_timeout_seconds
         options["broker_heartbeat_interval"] = profile.session_timeout_seconds / 4
     app = faust.App(settings.worker.app_id, **options)
-    for stage in pipeline_stages(settings) if stages is None else stages:
-        register_stage(app, stage, settings.pipeline_version)
+    partitions = settings.kafka.partitions
+    ledger = Ledger(TableLedgerStore(ledger_table(app, partitions)), settings.pipeline_version)
+
+    def table(name: str) -> Any:
+        return app.Table(name, default=None, schema=raw_schema(), partitions=partitions)
+
+    for stage in stages(settings, StageResources(ledger, table)):
+        register_stage(app, stage, ledger)
 
     metrics_port = settings.worker.metrics_port
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import json
 import logging
 import os
 import signal
@@ -107,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--app-id", help="Faust app id = consumer group (per pipeline version)")
     worker.add_argument("--web-port", type=int, help="Faust web port (0 = off)")
     worker.add_argument("--metrics-port", type=int, help="Prometheus /metrics port (0 = off)")
+    worker.add_argument(
+        "--stages", help="comma-separated stages to run (default: all), e.g. prefilter,enrich"
+    )
 
     schemas = commands.add_parser("schemas", parents=[common], help="JSON Schema files of records")
     schemas_actions = schemas.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -143,6 +147,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "app_id": getattr(args, "app_id", None),
             "web_port": getattr(args, "web_port", None),
             "metrics_port": getattr(args, "metrics_port", None),
+            "stages": getattr(args, "stages", None),
         },
     }
     return load_settings(getattr(args, "config", None), overrides)
@@ -412,6 +417,7 @@ def _export_for_app(args: argparse.Namespace, settings: Settings, profile: Kafka
         "SWE_STREAM_WORKER_WEB_PORT": str(settings.worker.web_port),
         "SWE_STREAM_WORKER_METRICS_PORT": str(settings.worker.metrics_port),
         "SWE_STREAM_WORKER_LOG_LEVEL": settings.worker.log_level,
+        "SWE_STREAM_WORKER_STAGES": json.dumps(settings.worker.stages),
     }
     if profile.rebalance_timeout_seconds:
         exported["SWE_STREAM_KAFKA_REBALANCE_TIMEOUT_SECONDS"] = str(

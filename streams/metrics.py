@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import logging
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import (
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    start_http_server,
+)
 
 log = logging.getLogger("swe_stream.metrics")
 
@@ -27,6 +34,11 @@ STAGE_RECORDS_FAILED = Counter(
     "swe_stream_stage_records_failed_total",
     "Records a stage could not handle (schema or logic error)",
     ["stage", "error"],
+)
+STAGE_RECORDS_SKIPPED = Counter(
+    "swe_stream_stage_records_skipped_total",
+    "Records a stage did no work on (e.g. the PR is final in the ledger), by reason",
+    ["stage", "reason"],
 )
 DLQ_RECORDS = Counter(
     "swe_stream_dlq_records_total", "Dead letters written, by source topic", ["topic"]
@@ -61,6 +73,37 @@ INGEST_HOUR_SECONDS = Histogram(
 )
 GHARCHIVE_DOWNLOAD_RETRIES = Counter(
     "swe_stream_gharchive_download_retries_total", "GH Archive download attempts retried or resumed"
+)
+
+
+GITHUB_REQUESTS = Counter(
+    "swe_stream_github_requests_total",
+    "GitHub API requests, by endpoint and HTTP status (timeout / error when none)",
+    ["endpoint", "status"],
+)
+GITHUB_CONDITIONAL_HITS = Counter(
+    "swe_stream_github_conditional_hits_total",
+    "GitHub answers 304 Not Modified to If-None-Match (no quota spent)",
+    ["endpoint"],
+)
+GITHUB_RETRIES = Counter(
+    "swe_stream_github_retries_total",
+    "GitHub requests retried, by reason (http_5xx, timeout, rate_limit, ...)",
+    ["endpoint", "reason"],
+)
+GITHUB_RATE_LIMIT_REMAINING = Gauge(
+    "swe_stream_github_rate_limit_remaining",
+    "Requests left in the current rate-limit window, per token (labelled by pool index)",
+    ["token"],
+)
+GITHUB_RATE_LIMIT_WAIT_SECONDS = Counter(
+    "swe_stream_github_rate_limit_wait_seconds_total",
+    "Seconds spent waiting for GitHub rate limits to reset",
+)
+ENRICH_REPO_CACHE = Counter(
+    "swe_stream_enrich_repo_cache_total",
+    "Repository lookups in enrich: hit (fresh), revalidated (304), miss (fetched), event",
+    ["result"],
 )
 
 

@@ -12,17 +12,19 @@ point of use and never logs it.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
@@ -35,6 +37,21 @@ WELL_KNOWN_SECRETS: dict[str, tuple[str, str]] = {
     "GITHUB_TOKEN": ("github", "token"),
     "OPENROUTER_API_KEY": ("llm", "api_key"),
 }
+
+
+def split_list(value: Any) -> Any:
+    """Lists from the environment or flags: a JSON list, or comma-separated words."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            return json.loads(text)
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return value
+
+
+# NoDecode: pydantic-settings would json-decode list variables itself and fail on "a,b"
+StrList = Annotated[list[str], NoDecode, BeforeValidator(split_list)]
+SecretList = Annotated[list[SecretStr], NoDecode, BeforeValidator(split_list)]
 
 
 class Section(BaseModel):
@@ -78,6 +95,9 @@ class WorkerSettings(Section):
     metrics_port: int = Field(9108, ge=0, le=65535, description="Prometheus /metrics; 0 = off")
     data_dir: Path = Path("data")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    stages: StrList = Field(
+        default_factory=list, description="stages this worker runs (names); empty = every stage"
+    )
 
 
 class GHArchiveSettings(Section):
@@ -95,6 +115,63 @@ class GitHubSettings(Section):
     api_url: str = "https://api.github.com"
     git_url_template: str = "https://github.com/{owner}/{repo}.git"
     token: SecretStr | None = None
+    tokens: SecretList = Field(
+        default_factory=list,
+        description="more tokens, used round-robin with `token` (env: comma-separated)",
+    )
+    concurrency: int = Field(8, ge=1, le=256, description="API requests in flight at once")
+    max_attempts: int = Field(5, ge=1, description="attempts per request on 5xx / timeouts")
+    backoff_seconds: float = Field(1.0, gt=0, description="first retry delay; doubles, jittered")
+    max_backoff_seconds: float = Field(60.0, gt=0)
+    timeout_seconds: float = Field(30.0, gt=0)
+    rate_limit_reserve: int = Field(
+        25, ge=0, description="pause a token when its remaining budget falls to this"
+    )
+    secondary_limit_seconds: float = Field(
+        60.0, gt=0, description="wait after a secondary rate limit without Retry-After"
+    )
+    max_rate_limit_wait_seconds: float = Field(
+        3900.0, gt=0, description="longest wait for a reset before failing the request"
+    )
+    etag_cache_size: int = Field(10_000, ge=0, description="responses kept for If-None-Match")
+    repo_cache_ttl_seconds: float = Field(
+        7 * 24 * 3600.0, gt=0, description="how long a repository's facts are reused"
+    )
+
+    def token_pool(self) -> list[SecretStr]:
+        """Every configured token once, ``token`` first."""
+        pool: list[SecretStr] = []
+        for secret in [self.token, *self.tokens]:
+            if secret is not None and secret.get_secret_value() not in {
+                known.get_secret_value() for known in pool
+            }:
+                pool.append(secret)
+        return pool
+
+
+class PrefilterSettings(Section):
+    bots: StrList = Field(
+        default_factory=lambda: ["dependabot", "renovate", "greenkeeperio-bot", "snyk-bot"],
+        description="logins dropped as bots, besides every `[bot]` login",
+    )
+    org_only: bool = Field(True, description="keep only repos owned by organisations")
+    allow_repos: StrList = Field(
+        default_factory=list, description="owner/repo or owner/* patterns; empty = all"
+    )
+    deny_repos: StrList = Field(default_factory=list, description="owner/repo or owner/*")
+
+
+class EnrichSettings(Section):
+    languages: StrList = Field(
+        default_factory=list, description="repository languages kept (GitHub names); empty = all"
+    )
+    min_stars: int = Field(20, ge=0)
+    min_files: int = Field(1, ge=0)
+    max_files: int = Field(50, ge=1)
+    min_added_lines: int = Field(3, ge=0)
+    max_added_lines: int = Field(1000, ge=1)
+    require_source_change: bool = Field(True, description="at least one non-test source file")
+    max_linked_issues: int = Field(3, ge=0, description="linked issues fetched per PR")
 
 
 class LLMSettings(Section):
@@ -152,6 +229,8 @@ class Settings(BaseSettings):
     worker: WorkerSettings = WorkerSettings()
     gharchive: GHArchiveSettings = GHArchiveSettings()
     github: GitHubSettings = GitHubSettings()
+    prefilter: PrefilterSettings = PrefilterSettings()
+    enrich: EnrichSettings = EnrichSettings()
     llm: LLMSettings = LLMSettings()
     docker: DockerSettings = DockerSettings()
 

@@ -1,7 +1,9 @@
 """What every stage shares: a stage's logic is a plain async function from one input record to
 an ``Outcome``; ``StageRunner`` does the rest, identically for every stage:
 
-    bytes --decode--> record --logic--> Outcome --> outputs (output topic) + ledger transition
+    bytes --decode--> record --ledger: final?--> skipped (counted; no work at all)
+      |                 |
+      |                 +--logic--> Outcome --> outputs (output topic) + ledger transition
       |                 |
       +-- schema error  +-- exception  --> <input topic>.dlq (error + original bytes), counted
 
@@ -22,7 +24,7 @@ from pydantic import ValidationError
 from schemas import Record
 from streams import metrics
 from streams.dlq import send_to_dlq
-from streams.ledger import Ledger
+from streams.ledger import Ledger, SinkLedgerStore
 from streams.sinks import FaustSink, RecordSink
 from streams.topics import TopicSpec
 
@@ -45,7 +47,13 @@ class Outcome:
 
     @classmethod
     def reject(cls, reason: str) -> Outcome:
+        """Dropped for good (final in the ledger for this pipeline version)."""
         return cls((), "rejected", reason)
+
+    @classmethod
+    def ignore(cls, reason: str) -> Outcome:
+        """Dropped for now: this record does not qualify, a later one of the PR may."""
+        return cls((), "ignored", reason)
 
 
 Handler = Callable[[In], Awaitable[Outcome]]
@@ -60,6 +68,7 @@ class Stage(Generic[In]):
     output: TopicSpec | None
     handle: Handler[In]
     concurrency: int = 1
+    skip_final: bool = True  # skip PRs the ledger holds in a final state for this version
 
 
 def record_key(record: Record) -> bytes | None:
@@ -71,11 +80,17 @@ def record_key(record: Record) -> bytes | None:
 class StageRunner(Generic[In]):
     """Runs one stage's logic on raw Kafka records. Never raises for a bad record."""
 
-    def __init__(self, stage: Stage[In], sink: RecordSink, pipeline_version: int):
+    def __init__(
+        self,
+        stage: Stage[In],
+        sink: RecordSink,
+        pipeline_version: int,
+        ledger: Ledger | None = None,
+    ):
         self.stage = stage
         self.sink = sink
         self.pipeline_version = pipeline_version
-        self.ledger = Ledger(sink, pipeline_version)
+        self.ledger = ledger or Ledger(SinkLedgerStore(sink), pipeline_version)
 
     async def process(
         self, key: bytes | None, value: bytes, partition: int, offset: int
@@ -90,6 +105,9 @@ class StageRunner(Generic[In]):
             except ValidationError as exc:
                 await self._dead_letter(key, value, partition, offset, exc, "schema")
                 return None
+            if self.stage.skip_final and self._already_final(record):
+                metrics.STAGE_RECORDS_SKIPPED.labels(stage=stage, reason="already_final").inc()
+                return Outcome()
             try:
                 outcome = await self.stage.handle(record)  # type: ignore[arg-type]
             except Exception as exc:  # the stage's bug or a dependency's failure: keep going
@@ -104,6 +122,12 @@ class StageRunner(Generic[In]):
                 time.perf_counter() - started
             )
 
+    def _already_final(self, record: Record) -> bool:
+        repo, number = getattr(record, "repo", None), getattr(record, "number", None)
+        if isinstance(repo, str) and isinstance(number, int):
+            return self.ledger.final_entry(repo, number) is not None
+        return False
+
     async def _emit(self, record: Record, outcome: Outcome) -> None:
         stage = self.stage.name
         if outcome.outputs:
@@ -112,7 +136,7 @@ class StageRunner(Generic[In]):
             for output in outcome.outputs:
                 await self.sink.send(self.stage.output.name, record_key(output), output.to_json())
             metrics.STAGE_RECORDS_OUT.labels(stage=stage).inc(len(outcome.outputs))
-        if outcome.status == "rejected":
+        if outcome.status in ("rejected", "ignored"):
             metrics.STAGE_RECORDS_REJECTED.labels(stage=stage, reason=outcome.reason or "").inc()
         if outcome.status is not None:
             await self._ledger(record, outcome.status, outcome.reason)
@@ -148,10 +172,10 @@ class StageRunner(Generic[In]):
         )
 
 
-def register_stage(app: Any, stage: Stage[Any], pipeline_version: int) -> Any:
+def register_stage(app: Any, stage: Stage[Any], ledger: Ledger) -> Any:
     """Wire ``stage`` into the Faust ``app`` as an agent reading raw bytes from its source."""
     channel = app.topic(stage.source.name, key_serializer="raw", value_serializer="raw")
-    runner: StageRunner[Any] = StageRunner(stage, FaustSink(app), pipeline_version)
+    runner: StageRunner[Any] = StageRunner(stage, FaustSink(app), ledger.pipeline_version, ledger)
 
     async def run_stage(stream: Any) -> None:
         async for event in stream.events():

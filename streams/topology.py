@@ -14,12 +14,57 @@ Archive, not Kafka).
 
 from __future__ import annotations
 
+from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass
 from typing import Any
 
+from streams.ledger import Ledger
 from streams.settings import Settings
 from streams.stage import Stage
 
+Table = MutableMapping[bytes, bytes]
 
-def pipeline_stages(settings: Settings) -> list[Stage[Any]]:
+
+@dataclass
+class StageResources:
+    """What stages share in one worker: the ledger and named key/value tables (Faust tables,
+    recovered from their changelogs; plain dicts in tests)."""
+
+    ledger: Ledger
+    table: Callable[[str], Table]
+
+
+def pipeline_stages(settings: Settings, resources: StageResources) -> list[Stage[Any]]:
     """The stages a worker runs, in graph order. Stages register here as they are built."""
-    return []
+    # imported here: agents depend on streams, never the other way round at import time
+    from agents.enrich import RepositoryCache, enrich_stage
+    from agents.prefilter import prefilter_stage
+    from streams.github import GitHubClient
+
+    github = GitHubClient(settings.github)
+    repositories = RepositoryCache(
+        resources.table("github-repositories"), github, settings.github.repo_cache_ttl_seconds
+    )
+    stages: list[Stage[Any]] = [
+        prefilter_stage(settings.prefilter, resources.ledger),
+        enrich_stage(
+            settings.enrich,
+            github,
+            repositories,
+            settings.pipeline_version,
+            bots=settings.prefilter.bots,
+            concurrency=settings.github.concurrency,
+        ),
+    ]
+    return select_stages(stages, settings.worker.stages)
+
+
+def select_stages(stages: list[Stage[Any]], names: list[str]) -> list[Stage[Any]]:
+    """The stages named (all when ``names`` is empty); an unknown name is an error."""
+    if not names:
+        return stages
+    known = {stage.name for stage in stages}
+    unknown = sorted(set(names) - known)
+    if unknown:
+        raise ValueError(f"unknown stage(s) {unknown}; the pipeline has {sorted(known)}")
+    return [stage for stage in stages if stage.name in names]

@@ -109,3 +109,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 # A real HTTP server on 127.0.0.1 serving the GH Archive fixture hours (with fault injection).
 from tests.gharchive_server import FakeGHArchive, gharchive_server  # noqa: E402, F401
+
+# A real HTTP server on 127.0.0.1 serving the recorded GitHub API answers (with faults).
+from tests.github_server import FakeGitHub, github_server  # noqa: E402, F401

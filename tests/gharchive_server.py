@@ -19,11 +19,13 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from email.utils import formatdate
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.local_http import LocalServer, running
 
 _RANGE_RE = re.compile(r"bytes=(\d+)-(\d*)")
 LAST_MODIFIED = formatdate(1420070400, usegmt=True)  # 2015-01-01T00:00:00Z
@@ -120,7 +122,7 @@ class FakeGHArchive:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _Server
+    server: LocalServer
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output clean
@@ -197,35 +199,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, fake: FakeGHArchive) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.fake = fake
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # clients hanging up mid-body are part of the tests
-
-
 @pytest.fixture
 def gharchive_server(fixtures_dir: Path) -> Iterator[FakeGHArchive]:
     """A fresh GH Archive look-alike per test, serving ``fixtures/gharchive/*.json.gz``."""
     files = {p.name: p.read_bytes() for p in sorted((fixtures_dir / "gharchive").glob("*.json.gz"))}
     fake = FakeGHArchive(files)
-    server = _Server(fake)
-    host, port = server.server_address[:2]
-    fake.base_url = f"http://{host!s}:{port}"
-    thread = threading.Thread(
-        target=server.serve_forever,
-        kwargs={"poll_interval": 0.05},
-        name="fake-gharchive",
-        daemon=True,
-    )
-    thread.start()
-    try:
+    server = LocalServer(_Handler, fake)
+    fake.base_url = server.base_url
+    with running(server, "fake-gharchive"):
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)

@@ -4,4 +4,4 @@ from streams.app import create_app
 from streams.settings import load_settings
 from tests.streams.shout_stage import SHOUT
 
-app = create_app(load_settings(), [SHOUT])
+app = create_app(load_settings(), lambda settings, resources: [SHOUT])

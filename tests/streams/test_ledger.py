@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from schemas import LedgerEntry
-from streams.ledger import Ledger
+from streams.ledger import Ledger, SinkLedgerStore
 from streams.sinks import MemorySink
 
 pytestmark = pytest.mark.unit
@@ -26,7 +26,7 @@ class Clock:
 
 async def test_transitions_keep_first_seen_and_count_attempts_per_stage() -> None:
     sink = MemorySink()
-    ledger = Ledger(sink, pipeline_version=2, clock=Clock())
+    ledger = Ledger(SinkLedgerStore(sink), pipeline_version=2, clock=Clock())
     first = await ledger.record("octo/hello", 5, stage="enrich", status="in_progress")
     retry = await ledger.record(
         "octo/hello", 5, stage="enrich", status="failed", reason="HTTP 502", previous=first
@@ -46,8 +46,9 @@ async def test_transitions_keep_first_seen_and_count_attempts_per_stage() -> Non
 
 async def test_an_invalid_transition_is_refused_before_anything_is_sent() -> None:
     sink = MemorySink()
+    ledger = Ledger(SinkLedgerStore(sink), 1)
     with pytest.raises(ValueError, match="status"):
-        await Ledger(sink, 1).record("octo/hello", 5, stage="enrich", status="maybe")
+        await ledger.record("octo/hello", 5, stage="enrich", status="maybe")
     with pytest.raises(ValueError, match="repo"):
-        await Ledger(sink, 1).record("../etc", 5, stage="enrich", status="accepted")
+        await ledger.record("../etc", 5, stage="enrich", status="accepted")
     assert sink.sent == []
