@@ -12,7 +12,7 @@ from streams.settings import load_settings
 SOURCE = os.environ.get("BENCH_SOURCE_TOPIC", "bench.in")
 TARGET = os.environ.get("BENCH_TARGET_TOPIC", "bench.out.faust")
 
-app = create_app(load_settings(), stages=[])
+app = create_app(load_settings(), stages=lambda settings, resources: [])
 source = app.topic(SOURCE, key_serializer="raw", value_serializer="raw")
 target = app.topic(TARGET, key_serializer="raw", value_serializer="raw")
 
