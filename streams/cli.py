@@ -111,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument(
         "--stages", help="comma-separated stages to run (default: all), e.g. prefilter,enrich"
     )
+    worker.add_argument(
+        "-d", "--difficulty", help="keep only these difficulties (easy,medium,hard)"
+    )
 
     schemas = commands.add_parser("schemas", parents=[common], help="JSON Schema files of records")
     schemas_actions = schemas.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -149,6 +152,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "metrics_port": getattr(args, "metrics_port", None),
             "stages": getattr(args, "stages", None),
         },
+        "classify": {"difficulties": getattr(args, "difficulty", None)},
     }
     return load_settings(getattr(args, "config", None), overrides)
 
@@ -418,6 +422,7 @@ def _export_for_app(args: argparse.Namespace, settings: Settings, profile: Kafka
         "SWE_STREAM_WORKER_METRICS_PORT": str(settings.worker.metrics_port),
         "SWE_STREAM_WORKER_LOG_LEVEL": settings.worker.log_level,
         "SWE_STREAM_WORKER_STAGES": json.dumps(settings.worker.stages),
+        "SWE_STREAM_CLASSIFY_DIFFICULTIES": json.dumps(settings.classify.difficulties),
     }
     if profile.rebalance_timeout_seconds:
         exported["SWE_STREAM_KAFKA_REBALANCE_TIMEOUT_SECONDS"] = str(

@@ -107,6 +107,28 @@ ENRICH_REPO_CACHE = Counter(
 )
 
 
+LLM_REQUESTS = Counter(
+    "swe_stream_llm_requests_total",
+    "LLM chat-completion requests, by model, purpose and HTTP status",
+    ["model", "purpose", "status"],
+)
+LLM_TOKENS = Counter(
+    "swe_stream_llm_tokens_total",
+    "LLM tokens used (from the reply's usage), by model, purpose and kind (prompt/completion)",
+    ["model", "purpose", "kind"],
+)
+LLM_COST = Counter(
+    "swe_stream_llm_cost_usd_total",
+    "LLM cost reported by the endpoint (usage.cost), by model and purpose",
+    ["model", "purpose"],
+)
+LLM_INVALID_OUTPUTS = Counter(
+    "swe_stream_llm_invalid_outputs_total",
+    "LLM replies re-asked: no tool call, malformed JSON or invalid arguments",
+    ["purpose", "reason"],
+)
+
+
 def serve_metrics(port: int, host: str = "0.0.0.0", registry: CollectorRegistry = REGISTRY) -> None:
     """Serve ``/metrics`` on ``port`` from a daemon thread (0 = disabled)."""
     if port:

@@ -178,6 +178,42 @@ class LLMSettings(Section):
     base_url: str = "https://openrouter.ai/api/v1"
     model: str = "moonshotai/kimi-k2.5:nitro"
     api_key: SecretStr | None = None
+    timeout_seconds: float = Field(120.0, gt=0)
+    max_attempts: int = Field(5, ge=1, description="HTTP attempts on 429 / 5xx / timeouts")
+    max_output_attempts: int = Field(
+        3, ge=1, description="replies asked for until the tool call validates"
+    )
+    backoff_seconds: float = Field(2.0, gt=0)
+    max_backoff_seconds: float = Field(60.0, gt=0)
+    max_retry_after_seconds: float = Field(300.0, gt=0, description="cap on a Retry-After wait")
+    temperature: float = Field(0.0, ge=0, le=2)
+    concurrency: dict[str, int] = Field(
+        default_factory=lambda: {"classify": 10, "score": 3, "testgen": 3},
+        description="requests in flight per purpose",
+    )
+    default_concurrency: int = Field(3, ge=1)
+
+
+class ClassifySettings(Section):
+    backend: Literal["auto", "llm", "heuristic"] = Field(
+        "auto", description="auto = llm when llm.api_key is set, else heuristic (announced)"
+    )
+    difficulties: StrList = Field(
+        default_factory=list, description="keep only these (easy, medium, hard); empty = all"
+    )
+
+    @field_validator("difficulties")
+    @classmethod
+    def _known_levels(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - {"easy", "medium", "hard"})
+        if unknown:
+            raise ValueError(f"unknown difficulty {unknown}: use easy, medium or hard")
+        return value
+
+
+class ScoreSettings(Section):
+    backend: Literal["auto", "llm", "heuristic"] = "auto"
+    min_quality: float = Field(0.5, ge=0, le=1, description="tasks scoring below are rejected")
 
 
 class DockerSettings(Section):
@@ -232,6 +268,8 @@ class Settings(BaseSettings):
     prefilter: PrefilterSettings = PrefilterSettings()
     enrich: EnrichSettings = EnrichSettings()
     llm: LLMSettings = LLMSettings()
+    classify: ClassifySettings = ClassifySettings()
+    score: ScoreSettings = ScoreSettings()
     docker: DockerSettings = DockerSettings()
 
     @classmethod

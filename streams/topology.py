@@ -37,11 +37,15 @@ class StageResources:
 def pipeline_stages(settings: Settings, resources: StageResources) -> list[Stage[Any]]:
     """The stages a worker runs, in graph order. Stages register here as they are built."""
     # imported here: agents depend on streams, never the other way round at import time
+    from agents.classify import classify_stage
     from agents.enrich import RepositoryCache, enrich_stage
     from agents.prefilter import prefilter_stage
+    from agents.score import score_stage
     from streams.github import GitHubClient
+    from streams.llm import LLMClient
 
     github = GitHubClient(settings.github)
+    llm = LLMClient(settings.llm)
     repositories = RepositoryCache(
         resources.table("github-repositories"), github, settings.github.repo_cache_ttl_seconds
     )
@@ -55,6 +59,9 @@ def pipeline_stages(settings: Settings, resources: StageResources) -> list[Stage
             bots=settings.prefilter.bots,
             concurrency=settings.github.concurrency,
         ),
+        classify_stage(settings.classify, llm, settings.pipeline_version),
+        # extract, validate (+ testgen) join here with their issues
+        score_stage(settings.score, llm, settings.pipeline_version),
     ]
     return select_stages(stages, settings.worker.stages)
 

@@ -112,3 +112,6 @@ from tests.gharchive_server import FakeGHArchive, gharchive_server  # noqa: E402
 
 # A real HTTP server on 127.0.0.1 serving the recorded GitHub API answers (with faults).
 from tests.github_server import FakeGitHub, github_server  # noqa: E402, F401
+
+# A real HTTP server on 127.0.0.1 answering chat completions from a per-test script.
+from tests.llm_server import FakeLLM, llm_server  # noqa: E402, F401

@@ -16,7 +16,13 @@ from typing import Any
 import pytest
 
 from agents.ingest_scan import HourScanner
-from schemas import RawPullRequestEvent
+from schemas import (
+    EnrichedPullRequest,
+    RawPullRequestEvent,
+    SWEBenchInstance,
+    ValidatedTask,
+    ValidationReport,
+)
 from streams.broker import free_port
 from streams.kafka import read_topic_to_end
 from tests.conftest import REPO_ROOT, SWE_STREAM
@@ -97,3 +103,63 @@ async def wait_for(
             pytest.fail(f"worker exited:\n{log.read_text()[-3000:]}")
         await asyncio.sleep(0.5)
     pytest.fail(f"{topic}: {len(values)} < {count} records\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def validated_tasks(fixtures_dir: Path) -> list[ValidatedTask]:
+    """The 10 real SWE-bench rows as validated tasks (FAIL_TO_PASS failed before, passed after)."""
+    tasks = []
+    for name in ("swe-bench-lite-5.json", "swe-bench-dev-5.json"):
+        for row in json.loads((fixtures_dir / "swebench" / name).read_text(encoding="utf-8")):
+            instance = SWEBenchInstance.model_validate(row)
+            report = ValidationReport(
+                image=f"swe-stream/{instance.instance_id}:latest",
+                runs=1,
+                duration_seconds=30.0,
+                before={
+                    **{t: "failed" for t in instance.FAIL_TO_PASS},
+                    **{t: "passed" for t in instance.PASS_TO_PASS},
+                },
+                after={t: "passed" for t in instance.FAIL_TO_PASS + instance.PASS_TO_PASS},
+            )
+            tasks.append(
+                ValidatedTask(
+                    pipeline_version=1,
+                    number=int(instance.instance_id.rsplit("-", 1)[1]),
+                    **instance.model_dump(),
+                    validation=report,
+                    classification="medium",
+                    difficulty_score=0.5,
+                )
+            )
+    return tasks
+
+
+@pytest.fixture(scope="session")
+def enriched_235(fixtures_dir: Path) -> EnrichedPullRequest:
+    """sigmavirus24/github3.py#235 as enrich makes it from the decoded recordings."""
+    from agents.enrich import changed_files, repository_info
+
+    decoded = fixtures_dir / "github_api" / "decoded"
+    pr = json.loads((decoded / "pulls_235.json").read_text(encoding="utf-8"))
+    files = json.loads((decoded / "pulls_235_files.json").read_text(encoding="utf-8"))
+    repo = json.loads((decoded / "repos_sigmavirus24_github3.py.json").read_text(encoding="utf-8"))
+    return EnrichedPullRequest(
+        pipeline_version=1,
+        repo=repo["full_name"],
+        number=pr["number"],
+        title=pr["title"],
+        body=pr["body"],
+        merged_at=pr["merged_at"],
+        merge_commit_sha=pr["merge_commit_sha"],
+        base_sha=pr["base"]["sha"],
+        base_ref=pr["base"]["ref"],
+        additions=pr["additions"],
+        deletions=pr["deletions"],
+        changed_files=pr["changed_files"],
+        files=changed_files(files),
+        repo_info=repository_info(repo),
+        problem_statement=f"{pr['title']}\n{pr['body']}",
+        created_at=pr["created_at"],
+        author_login=pr["user"]["login"],
+    )

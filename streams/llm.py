@@ -1,0 +1,309 @@
+"""The LLM client: any OpenAI-compatible chat-completions endpoint (OpenRouter by default).
+
+Every structured output is a function call: the request carries one tool whose parameters are
+the JSON Schema of a pydantic model, and ``tool_choice: "required"``. The reply's arguments
+are validated with that model. A reply without a tool call, with malformed JSON or with
+arguments that fail validation is answered with the error and asked again (at most
+``llm.max_output_attempts`` replies), then reported as ``LLMOutputError``.
+
+HTTP: 429, 5xx and timeouts are retried with jittered backoff (``Retry-After`` obeyed); other
+4xx are final (``LLMRequestError``). Tokens and cost (``usage``) are counted per model and
+purpose; each purpose (classify, score, testgen, ...) has its own concurrency bound.
+
+The API key is sent only in the ``Authorization`` header and never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import httpx
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from streams import metrics
+from streams.settings import LLMSettings
+
+log = logging.getLogger("swe_stream.llm")
+
+Args = TypeVar("Args", bound=BaseModel)
+
+
+class LLMError(Exception):
+    """The LLM could not give a usable answer."""
+
+
+class LLMRequestError(LLMError):
+    """The endpoint refused the request (4xx other than 429), or kept failing (5xx, timeouts)."""
+
+
+class LLMOutputError(LLMError):
+    """Every reply lacked a valid tool call; ``errors`` says what was wrong with each."""
+
+    def __init__(self, message: str, errors: list[str]):
+        super().__init__(message)
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class Tool(Generic[Args]):
+    """A function the model must call; its arguments are an ``Args`` model."""
+
+    name: str
+    description: str
+    arguments: type[Args]
+
+    def schema(self) -> dict[str, Any]:
+        parameters = self.arguments.model_json_schema()
+        parameters.pop("title", None)
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": parameters,
+            },
+        }
+
+
+@dataclass
+class ToolCallResult(Generic[Args]):
+    """Validated arguments, plus what it took to get them."""
+
+    arguments: Args
+    model: str
+    attempts: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+class LLMClient:
+    """One per worker; ``await aclose()`` at the end."""
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ):
+        self.settings = settings
+        self.url = settings.base_url.rstrip("/") + "/chat/completions"
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._semaphores: dict[str, asyncio.Semaphore] = {}
+        self._http: httpx.AsyncClient | None = None
+
+    @property
+    def configured(self) -> bool:
+        """True when an API key is set (the endpoint may still refuse it)."""
+        return self.settings.api_key is not None
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        if self._http is None:
+            headers = {"Content-Type": "application/json", "User-Agent": "swe-stream"}
+            if self.settings.api_key is not None:
+                headers["Authorization"] = f"Bearer {self.settings.api_key.get_secret_value()}"
+            self._http = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.settings.timeout_seconds), headers=headers
+            )
+        return self._http
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    def _semaphore(self, purpose: str) -> asyncio.Semaphore:
+        if purpose not in self._semaphores:
+            limit = self.settings.concurrency.get(purpose, self.settings.default_concurrency)
+            self._semaphores[purpose] = asyncio.Semaphore(limit)
+        return self._semaphores[purpose]
+
+    async def call_tool(
+        self,
+        tool: Tool[Args],
+        messages: list[dict[str, Any]],
+        *,
+        purpose: str,
+        max_tokens: int | None = None,
+    ) -> ToolCallResult[Args]:
+        """Ask until the model calls ``tool`` with valid arguments (bounded attempts)."""
+        model = self.settings.model
+        conversation = list(messages)
+        errors: list[str] = []
+        prompt_tokens = completion_tokens = 0
+        for attempt in range(1, self.settings.max_output_attempts + 1):
+            body: dict[str, Any] = {
+                "model": model,
+                "messages": conversation,
+                "tools": [tool.schema()],
+                "tool_choice": "required",
+                "temperature": self.settings.temperature,
+            }
+            if max_tokens is not None:
+                body["max_tokens"] = max_tokens
+            async with self._semaphore(purpose):
+                reply = await self._post(body, purpose)
+            used_prompt, used_completion = self._count_usage(reply, model, purpose)
+            prompt_tokens += used_prompt
+            completion_tokens += used_completion
+            message, problem = _first_message(reply)
+            if message is None:
+                errors.append(problem)
+                metrics.LLM_INVALID_OUTPUTS.labels(purpose=purpose, reason="no_message").inc()
+                continue
+            calls = message.get("tool_calls") or []
+            call = next((c for c in calls if _function(c).get("name") == tool.name), None)
+            if call is None:
+                error = f"no call of the tool {tool.name!r}"
+                metrics.LLM_INVALID_OUTPUTS.labels(purpose=purpose, reason="no_tool_call").inc()
+                errors.append(error)
+                conversation += [
+                    {"role": "assistant", "content": message.get("content") or "(no answer)"},
+                    {
+                        "role": "user",
+                        "content": f"You must answer by calling the tool `{tool.name}`.",
+                    },
+                ]
+                continue
+            raw_arguments = _function(call).get("arguments")
+            try:
+                if isinstance(raw_arguments, dict):  # some providers send an object
+                    arguments = tool.arguments.model_validate(raw_arguments)
+                else:
+                    arguments = tool.arguments.model_validate_json(raw_arguments or "")
+            except ValidationError as exc:
+                reason = "malformed_json" if _is_json_error(exc) else "invalid_arguments"
+                metrics.LLM_INVALID_OUTPUTS.labels(purpose=purpose, reason=reason).inc()
+                error = _describe(exc)
+                errors.append(error)
+                # echo a well-formed call: an id (some providers omit it) and string arguments
+                call_id = str(call.get("id") or f"call_{attempt}")
+                echoed = {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "arguments": raw_arguments
+                        if isinstance(raw_arguments, str)
+                        else orjson.dumps(raw_arguments).decode(),
+                    },
+                }
+                conversation += [
+                    {"role": "assistant", "content": None, "tool_calls": [echoed]},
+                    {
+                        "role": "tool",
+                        "tool_call_id": call_id,
+                        "content": f"Invalid arguments: {error}. Call `{tool.name}` again "
+                        "with arguments that match its schema.",
+                    },
+                ]
+                continue
+            return ToolCallResult(arguments, model, attempt, prompt_tokens, completion_tokens)
+        raise LLMOutputError(
+            f"{purpose}: no valid `{tool.name}` call in {len(errors)} replies: {errors[-1]}",
+            errors,
+        )
+
+    async def _post(self, body: dict[str, Any], purpose: str) -> dict[str, Any]:
+        model = str(body["model"])
+        failures = 0
+        while True:
+            try:
+                response = await self.http.post(self.url, content=orjson.dumps(body))
+            except httpx.TimeoutException as exc:
+                metrics.LLM_REQUESTS.labels(model=model, purpose=purpose, status="timeout").inc()
+                failures = await self._backoff(failures, None, f"timeout: {exc}")
+                continue
+            except httpx.TransportError as exc:
+                metrics.LLM_REQUESTS.labels(model=model, purpose=purpose, status="error").inc()
+                failures = await self._backoff(failures, None, f"{type(exc).__name__}: {exc}")
+                continue
+            status = response.status_code
+            metrics.LLM_REQUESTS.labels(model=model, purpose=purpose, status=str(status)).inc()
+            if status == 200:
+                try:
+                    data = orjson.loads(response.content)
+                except orjson.JSONDecodeError:
+                    failures = await self._backoff(failures, None, "reply is not JSON")
+                    continue
+                if isinstance(data, dict) and "error" in data and "choices" not in data:
+                    # OpenRouter reports upstream failures as 200 + {"error": ...}
+                    failures = await self._backoff(failures, None, f"error: {data['error']}")
+                    continue
+                return data if isinstance(data, dict) else {}
+            if status == 429 or status >= 500:
+                failures = await self._backoff(
+                    failures, _retry_after(response), f"HTTP {status}: {response.text[:200]}"
+                )
+                continue
+            raise LLMRequestError(f"{self.url}: HTTP {status}: {response.text[:300]}")
+
+    async def _backoff(self, failures: int, retry_after: float | None, error: str) -> int:
+        failures += 1
+        if failures >= self.settings.max_attempts:
+            raise LLMRequestError(f"{self.url}: {error} (after {failures} attempts)")
+        if retry_after is not None:
+            # obeyed, but a huge Retry-After must not hold a concurrency slot for hours
+            delay = min(retry_after, self.settings.max_retry_after_seconds)
+        else:
+            base = self.settings.backoff_seconds * 2 ** (failures - 1)
+            delay = min(self.settings.max_backoff_seconds, base * self._rng.uniform(0.5, 1.5))
+        log.info("LLM request failed (%s); retry %d in %.2f s", error, failures, delay)
+        await self._sleep(delay)
+        return failures
+
+    def _count_usage(self, reply: dict[str, Any], model: str, purpose: str) -> tuple[int, int]:
+        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+        assert isinstance(usage, dict)
+        prompt = int(usage.get("prompt_tokens") or 0)
+        completion = int(usage.get("completion_tokens") or 0)
+        metrics.LLM_TOKENS.labels(model=model, purpose=purpose, kind="prompt").inc(prompt)
+        metrics.LLM_TOKENS.labels(model=model, purpose=purpose, kind="completion").inc(completion)
+        cost = usage.get("cost")
+        if isinstance(cost, int | float) and cost > 0:
+            metrics.LLM_COST.labels(model=model, purpose=purpose).inc(float(cost))
+        return prompt, completion
+
+
+def _first_message(reply: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    choices = reply.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None, "the reply has no choices"
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        return None, "the reply's first choice has no message"
+    return message, ""
+
+
+def _function(call: Any) -> dict[str, Any]:
+    function = call.get("function") if isinstance(call, dict) else None
+    return function if isinstance(function, dict) else {}
+
+
+def _is_json_error(exc: ValidationError) -> bool:
+    return any(error.get("type") == "json_invalid" for error in exc.errors())
+
+
+def _describe(exc: ValidationError) -> str:
+    """A short, model-readable account of what failed validation."""
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error.get("loc", ())) or "arguments"
+        parts.append(f"{where}: {error.get('msg')}")
+    return "; ".join(parts)
