@@ -28,7 +28,7 @@ from schemas.pull_requests import (
 )
 from schemas.registry import ALL_RECORD_MODELS
 from schemas.swebench import SWEBENCH_FIELDS, SWEBenchInstance
-from schemas.tasks import ExportedTask, ScoredTask, ValidatedTask, ValidationReport
+from schemas.tasks import ExportedTask, InstallConfig, ScoredTask, ValidatedTask, ValidationReport
 
 __all__ = [
     "ALL_RECORD_MODELS",
@@ -44,6 +44,7 @@ __all__ = [
     "HarnessResult",
     "HourLedgerEntry",
     "IngestDeadLetter",
+    "InstallConfig",
     "LedgerEntry",
     "LinkedIssue",
     "PRNumber",

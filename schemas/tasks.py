@@ -24,7 +24,14 @@ from schemas.base import (
 from schemas.pull_requests import Difficulty
 from schemas.swebench import SWEBenchFields, SWEBenchInstance
 
-__all__ = ["ExportedTask", "ScoredTask", "TestStatus", "ValidatedTask", "ValidationReport"]
+__all__ = [
+    "ExportedTask",
+    "InstallConfig",
+    "ScoredTask",
+    "TestStatus",
+    "ValidatedTask",
+    "ValidationReport",
+]
 
 TestStatus = Literal["passed", "failed", "error", "skipped"]
 
@@ -37,6 +44,15 @@ class ValidationReport(SubRecord):
     duration_seconds: NonNegativeFloat
     before: dict[str, TestStatus] = Field(description="Statuses with only the test patch.")
     after: dict[str, TestStatus] = Field(description="Statuses with test patch and fix.")
+    flaky: list[str] = Field(
+        default_factory=list, description="Tests whose result changed between runs (dropped)."
+    )
+    timed_out: list[str] = Field(
+        default_factory=list, description="Tests running when a run was killed at its timeout."
+    )
+    test_seconds: NonNegativeFloat = Field(
+        default=0.0, description="Time the test commands themselves took, all runs."
+    )
 
     def fail_to_pass(self) -> list[str]:
         """Tests that fail (or error) before the fix and pass after it."""
@@ -51,6 +67,17 @@ class ValidationReport(SubRecord):
         )
 
 
+class InstallConfig(SubRecord):
+    """How the task's environment was made and its tests run (SWE-bench's install config)."""
+
+    language: NonEmptyStr
+    base_image: NonEmptyStr
+    env_image: NonEmptyStr
+    instance_image: NonEmptyStr
+    install_commands: list[str] = Field(default_factory=list)
+    test_command: NonEmptyStr
+
+
 class ValidatedTask(PullRequestRecord, SWEBenchFields):
     """tasks.validated: a SWE-bench instance whose tests were run and behave as required."""
 
@@ -63,6 +90,11 @@ class ValidatedTask(PullRequestRecord, SWEBenchFields):
     testgen_tokens: NonNegativeInt | None = None
     classification: Difficulty
     difficulty_score: float = Field(ge=0.0, le=1.0)
+    install_config: InstallConfig | None = None
+    checks: list[str] = Field(
+        default_factory=list,
+        description="Shell commands, one per FAIL_TO_PASS and PASS_TO_PASS test (checks.txt).",
+    )
 
     @model_validator(mode="after")
     def _check_tests(self) -> ValidatedTask:

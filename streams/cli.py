@@ -114,6 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument(
         "-d", "--difficulty", help="keep only these difficulties (easy,medium,hard)"
     )
+    worker.add_argument(
+        "--cache-level",
+        choices=["none", "base", "env", "instance"],
+        help="image layers kept after a task (docker.cache_level)",
+    )
 
     schemas = commands.add_parser("schemas", parents=[common], help="JSON Schema files of records")
     schemas_actions = schemas.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -153,6 +158,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "stages": getattr(args, "stages", None),
         },
         "classify": {"difficulties": getattr(args, "difficulty", None)},
+        "docker": {"cache_level": getattr(args, "cache_level", None)},
     }
     return load_settings(getattr(args, "config", None), overrides)
 
@@ -423,6 +429,7 @@ def _export_for_app(args: argparse.Namespace, settings: Settings, profile: Kafka
         "SWE_STREAM_WORKER_LOG_LEVEL": settings.worker.log_level,
         "SWE_STREAM_WORKER_STAGES": json.dumps(settings.worker.stages),
         "SWE_STREAM_CLASSIFY_DIFFICULTIES": json.dumps(settings.classify.difficulties),
+        "SWE_STREAM_DOCKER_CACHE_LEVEL": settings.docker.cache_level,
     }
     if profile.rebalance_timeout_seconds:
         exported["SWE_STREAM_KAFKA_REBALANCE_TIMEOUT_SECONDS"] = str(

@@ -33,6 +33,7 @@ DEFAULT_PACKAGES: tuple[str, ...] = (
     "python3-pip",
     "git",
     "ca-certificates",
+    "patch",  # validation's last resort for patches that need fuzz
 )
 BASE_LABEL = "org.swe-stream.base"
 IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

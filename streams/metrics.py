@@ -129,6 +129,24 @@ LLM_INVALID_OUTPUTS = Counter(
 )
 
 
+IMAGES = Counter(
+    "swe_stream_images_total",
+    "Environment images by layer (env / instance) and result (built / reused)",
+    ["layer", "result"],
+)
+IMAGE_BUILD_SECONDS = Histogram(
+    "swe_stream_image_build_seconds",
+    "Time to build an environment image, by layer",
+    ["layer"],
+    buckets=(1, 5, 10, 30, 60, 120, 300, 600, 1200, 3600),
+)
+VALIDATION_RUN_SECONDS = Histogram(
+    "swe_stream_validation_test_run_seconds",
+    "Time of one run of a task's test command in its sandbox",
+    buckets=(0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900),
+)
+
+
 def serve_metrics(port: int, host: str = "0.0.0.0", registry: CollectorRegistry = REGISTRY) -> None:
     """Serve ``/metrics`` on ``port`` from a daemon thread (0 = disabled)."""
     if port:

@@ -218,6 +218,27 @@ class ScoreSettings(Section):
 
 class DockerSettings(Section):
     base_image: str = "swe-stream/base:bookworm"
+    cache_level: Literal["none", "base", "env", "instance"] = Field(
+        "env", description="image layers kept after a task (as SWE-bench's --cache_level)"
+    )
+    memory_mb: int = Field(4096, ge=64, description="memory limit of a sandbox container")
+    cpus: float = Field(2.0, gt=0)
+    pids_limit: int = Field(512, ge=16)
+
+
+class ExtractSettings(Section):
+    max_patch_bytes: int = Field(
+        1_000_000, ge=1, description="PR diffs larger than this are rejected"
+    )
+    repos_dir: Path | None = Field(
+        None, description="partial clones, reused across PRs; unset = <worker.data_dir>/repos"
+    )
+
+
+class ValidateSettings(Section):
+    runs: int = Field(3, ge=1, description="test runs with the fix (flaky tests are dropped)")
+    test_timeout_seconds: float = Field(900.0, gt=0, description="per run of the test command")
+    concurrency: int = Field(2, ge=1, description="validations at once (Docker-heavy)")
 
 
 # The YAML file for the settings being built; a ContextVar so that concurrent loads
@@ -271,6 +292,8 @@ class Settings(BaseSettings):
     classify: ClassifySettings = ClassifySettings()
     score: ScoreSettings = ScoreSettings()
     docker: DockerSettings = DockerSettings()
+    extract: ExtractSettings = ExtractSettings()
+    validation: ValidateSettings = ValidateSettings()
 
     @classmethod
     def settings_customise_sources(

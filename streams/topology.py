@@ -39,13 +39,20 @@ def pipeline_stages(settings: Settings, resources: StageResources) -> list[Stage
     # imported here: agents depend on streams, never the other way round at import time
     from agents.classify import classify_stage
     from agents.enrich import RepositoryCache, enrich_stage
+    from agents.extract import extract_stage
     from agents.prefilter import prefilter_stage
     from agents.score import score_stage
+    from agents.validate import validate_stage
+    from streams.git import RepoCache
     from streams.github import GitHubClient
     from streams.llm import LLMClient
 
     github = GitHubClient(settings.github)
     llm = LLMClient(settings.llm)
+    repos = RepoCache(
+        settings.extract.repos_dir or settings.worker.data_dir / "repos",
+        settings.github.git_url_template,
+    )
     repositories = RepositoryCache(
         resources.table("github-repositories"), github, settings.github.repo_cache_ttl_seconds
     )
@@ -60,7 +67,8 @@ def pipeline_stages(settings: Settings, resources: StageResources) -> list[Stage
             concurrency=settings.github.concurrency,
         ),
         classify_stage(settings.classify, llm, settings.pipeline_version),
-        # extract, validate (+ testgen) join here with their issues
+        extract_stage(settings.extract, repos, settings.pipeline_version),
+        validate_stage(settings.validation, settings.docker, repos, settings.pipeline_version),
         score_stage(settings.score, llm, settings.pipeline_version),
     ]
     return select_stages(stages, settings.worker.stages)

@@ -90,10 +90,15 @@ def ingest_file(bootstrap: str, path: Path, *extra: str) -> None:
 
 
 async def wait_for(
-    bootstrap: str, topic: str, count: int, process: subprocess.Popen[bytes], log: Path
+    bootstrap: str,
+    topic: str,
+    count: int,
+    process: subprocess.Popen[bytes],
+    log: Path,
+    timeout: float = 120,
 ) -> list[bytes]:
     """At least ``count`` values of ``topic``; fails early if the worker dies."""
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + timeout
     values: list[bytes] = []
     while time.monotonic() < deadline:
         values = [r.value async for r in read_topic_to_end(bootstrap, topic)]

@@ -11,7 +11,13 @@ import pytest
 @pytest.mark.unit
 @pytest.mark.parametrize(
     "module",
-    ["benchmarks.stream", "benchmarks.ingest", "benchmarks.enrich", "benchmarks.passthrough_app"],
+    [
+        "benchmarks.stream",
+        "benchmarks.ingest",
+        "benchmarks.enrich",
+        "benchmarks.validate",
+        "benchmarks.passthrough_app",
+    ],
 )
 def test_benchmark_modules_import(module: str) -> None:
     loaded = importlib.import_module(module)

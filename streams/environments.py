@@ -1,0 +1,268 @@
+"""Docker environments in three layers, as the SWE-bench harness builds them:
+
+1. **base** (``docker.base_image``): an OS with Python and git; built offline by
+   ``swe-stream images base`` (debootstrap), or any image with python3 where a registry is
+   reachable;
+2. **env**, per repository and install recipe: a venv with the test runner and the
+   repository's dependency files installed; its tag carries a hash of the recipe, so a second
+   task of the same repository (same recipe) reuses it;
+3. **instance**, per task: the env image plus the repository at the base commit (from
+   ``git archive`` on the host; no git history, nothing of the fix) and the project installed.
+
+How to install and test a repository is a ``RecipeDetector`` per language; Python first.
+``docker.cache_level`` says which layers stay after a task (``instance`` keeps all, ``env``
+drops instance images, ``base`` drops env images too, ``none`` also the base when it was not
+built offline).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import re
+import tarfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from streams import metrics
+
+log = logging.getLogger("swe_stream.environments")
+
+ENV_REPOSITORY = "swe-stream/env"
+INSTANCE_REPOSITORY = "swe-stream/instance"
+LABEL = "org.swe-stream.layer"
+VENV = "/opt/venv"
+TESTBED = "/testbed"
+_TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class ImageBuildError(RuntimeError):
+    """An image could not be built; ``log`` is the tail of the build output."""
+
+    def __init__(self, message: str, log_tail: str = ""):
+        super().__init__(f"{message}\n{log_tail}" if log_tail else message)
+        self.log_tail = log_tail
+
+
+@dataclass(frozen=True)
+class InstallRecipe:
+    """How to install and test one repository at one commit."""
+
+    language: str
+    dependency_files: dict[str, bytes] = field(default_factory=dict)  # copied into the env
+    env_commands: tuple[str, ...] = ()  # run in the env image (dependencies)
+    install_commands: tuple[str, ...] = ()  # run in the instance image, in /testbed
+    test_command: str = ""  # the test files are appended
+
+    def key(self, base_image_id: str) -> str:
+        """What decides the env image: base image, dependency files and commands."""
+        digest = hashlib.sha256()
+        digest.update(base_image_id.encode())
+        digest.update(self.language.encode())
+        for path in sorted(self.dependency_files):
+            digest.update(path.encode() + b"\0" + self.dependency_files[path] + b"\0")
+        digest.update(json.dumps(self.env_commands).encode())
+        return digest.hexdigest()[:16]
+
+
+class TreeFiles:
+    """The files of a ``git archive`` tar: names and (small) contents."""
+
+    def __init__(self, tar_bytes: bytes):
+        self.tar_bytes = tar_bytes
+        self._members: dict[str, tarfile.TarInfo] = {}
+        with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tar:
+            for member in tar.getmembers():
+                if member.isfile():
+                    self._members[member.name.lstrip("./")] = member
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._members)
+
+    def read(self, path: str, limit: int = 1 << 20) -> bytes | None:
+        member = self._members.get(path)
+        if member is None or member.size > limit:
+            return None
+        with tarfile.open(fileobj=io.BytesIO(self.tar_bytes)) as tar:
+            handle = tar.extractfile(member.name)
+            return handle.read() if handle else None
+
+
+class RecipeDetector(Protocol):
+    language: str
+
+    def detect(self, tree: TreeFiles) -> InstallRecipe | None: ...
+
+
+PYTEST = f"{VENV}/bin/python -m pytest -rA -v --tb=short -p no:cacheprovider"
+
+
+class PythonRecipe:
+    """pip in a venv: pytest, requirements files, then the project itself (editable)."""
+
+    language = "Python"
+    _REQUIREMENTS = re.compile(r"^(requirements[^/]*\.txt|requirements/[^/]+\.txt)$")
+
+    def detect(self, tree: TreeFiles) -> InstallRecipe | None:
+        names = set(tree.names)
+        python_files = [n for n in names if n.endswith(".py")]
+        project = {"pyproject.toml", "setup.py", "setup.cfg"} & names
+        if not python_files and not project:
+            return None
+        files: dict[str, bytes] = {}
+        for name in sorted(names):
+            if self._REQUIREMENTS.match(name):
+                content = tree.read(name)
+                if content is not None and b"\n-e " not in b"\n" + content:
+                    files[name] = content
+        env = [f"{VENV}/bin/pip install pytest"]
+        env += [f"{VENV}/bin/pip install -r /opt/swe-env/{name}" for name in files]
+        install: list[str] = []
+        if "pyproject.toml" in names or "setup.py" in names:
+            extras = self._test_extra(tree)
+            target = f".[{extras}]" if extras else "."
+            install.append(f"{VENV}/bin/pip install -e '{target}'")
+        return InstallRecipe(self.language, files, tuple(env), tuple(install), PYTEST)
+
+    @staticmethod
+    def _test_extra(tree: TreeFiles) -> str | None:
+        text = b""
+        for name in ("pyproject.toml", "setup.cfg", "setup.py"):
+            text += tree.read(name) or b""
+        for extra in ("test", "tests", "testing"):
+            if re.search(rb"['\"\[\s]" + extra.encode() + rb"['\"\]\s]*[=:\]]", text):
+                return extra
+        return None
+
+
+RECIPES: list[RecipeDetector] = [PythonRecipe()]
+
+
+def detect_recipe(tree: TreeFiles) -> InstallRecipe | None:
+    """The first language recipe that recognises the tree, or None (unsupported)."""
+    for detector in RECIPES:
+        recipe = detector.detect(tree)
+        if recipe is not None:
+            return recipe
+    return None
+
+
+def _tag(text: str, limit: int = 120) -> str:
+    return _TAG_UNSAFE.sub("-", text)[:limit].strip("-.") or "x"
+
+
+def _context(dockerfile: str, files: dict[str, bytes]) -> io.BytesIO:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in {"Dockerfile": dockerfile.encode(), **files}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mtime = 0  # a reproducible context
+            tar.addfile(info, io.BytesIO(data))
+    buffer.seek(0)
+    return buffer
+
+
+@dataclass
+class BuiltImage:
+    tag: str
+    id: str
+    built: bool  # False when an existing image was reused
+    seconds: float
+
+
+class EnvironmentBuilder:
+    """Builds (or reuses) env and instance images on the Docker engine behind ``client``."""
+
+    def __init__(self, client: Any, base_image: str, cache_level: str = "env"):
+        self.client = client
+        self.base_image = base_image
+        self.cache_level = cache_level
+
+    def _existing(self, tag: str) -> Any | None:
+        import docker.errors
+
+        try:
+            return self.client.images.get(tag)
+        except docker.errors.ImageNotFound:
+            return None
+
+    def _build(self, tag: str, dockerfile: str, files: dict[str, bytes], layer: str) -> BuiltImage:
+        import docker.errors
+
+        started = time.monotonic()
+        existing = self._existing(tag)
+        if existing is not None:
+            metrics.IMAGES.labels(layer=layer, result="reused").inc()
+            return BuiltImage(tag, existing.id, False, time.monotonic() - started)
+        try:
+            image, _ = self.client.images.build(
+                fileobj=_context(dockerfile, files),
+                custom_context=True,
+                tag=tag,
+                rm=True,
+                forcerm=True,
+                labels={LABEL: layer},
+            )
+        except docker.errors.BuildError as exc:
+            tail = "".join(
+                str(chunk.get("stream") or chunk.get("error") or "") for chunk in exc.build_log
+            )
+            raise ImageBuildError(f"building {layer} image {tag} failed", tail[-3000:]) from exc
+        seconds = time.monotonic() - started
+        metrics.IMAGES.labels(layer=layer, result="built").inc()
+        metrics.IMAGE_BUILD_SECONDS.labels(layer=layer).observe(seconds)
+        log.info("built %s image %s in %.1f s", layer, tag, seconds)
+        return BuiltImage(tag, image.id, True, seconds)
+
+    def env_image(self, repo: str, recipe: InstallRecipe) -> BuiltImage:
+        base = self._existing(self.base_image)
+        if base is None:
+            raise ImageBuildError(
+                f"base image {self.base_image} is missing: run `swe-stream images base`"
+            )
+        tag = f"{ENV_REPOSITORY}:{_tag(repo.replace('/', '__'))}-{recipe.key(base.id)}"
+        files = {f"env/{path}": data for path, data in recipe.dependency_files.items()}
+        files["env/recipe.json"] = json.dumps(
+            {"language": recipe.language, "env_commands": list(recipe.env_commands)}
+        ).encode()
+        run = " && ".join(recipe.env_commands) or "true"
+        dockerfile = (
+            f"FROM {self.base_image}\n"
+            # registry images such as python:3.12-slim lack git (patches are applied with it)
+            "RUN command -v git >/dev/null || (apt-get update && apt-get install -y "
+            "--no-install-recommends git patch && rm -rf /var/lib/apt/lists/*)\n"
+            f"RUN python3 -m venv {VENV}\n"
+            f"ENV PATH={VENV}/bin:$PATH PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 "
+            "PYTHONDONTWRITEBYTECODE=1\n"
+            "COPY env/ /opt/swe-env/\n"
+            f"RUN {run}\n"
+        )
+        return self._build(tag, dockerfile, files, "env")
+
+    def instance_image(
+        self, instance_id: str, env: BuiltImage, tree: TreeFiles, recipe: InstallRecipe
+    ) -> BuiltImage:
+        digest = hashlib.sha256(env.id.encode() + tree.tar_bytes)
+        digest.update(json.dumps(recipe.install_commands).encode())
+        tag = f"{INSTANCE_REPOSITORY}:{_tag(instance_id)}-{digest.hexdigest()[:12]}"
+        run = " && ".join(recipe.install_commands)
+        dockerfile = f"FROM {env.tag}\nADD testbed.tar {TESTBED}/\nWORKDIR {TESTBED}\n" + (
+            f"RUN {run}\n" if run else ""
+        )
+        return self._build(tag, dockerfile, {"testbed.tar": tree.tar_bytes}, "instance")
+
+    def release(self, env: BuiltImage, instance: BuiltImage) -> None:
+        """Drop the layers the cache level does not keep."""
+        import docker.errors
+
+        drop = {"instance": [], "env": [instance], "base": [instance, env], "none": [instance, env]}
+        for image in drop.get(self.cache_level, []):
+            try:
+                self.client.images.remove(image.tag, force=True)
+            except docker.errors.APIError as exc:
+                log.warning("could not remove %s: %s", image.tag, exc)

@@ -1,0 +1,142 @@
+"""Where repository code runs: a Docker container with limits and, by default, no network.
+
+``Sandbox`` starts one long-lived container from an image (``sleep infinity`` as PID 1) and
+runs each step with ``docker exec`` under ``timeout -s KILL``, so a validation of several test
+runs pays for one container start. Files go in with ``put_archive``. The container is removed
+when the ``with`` block ends, whatever happened.
+
+Blocking (the Docker SDK is synchronous): callers in the event loop use ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+import shlex
+import tarfile
+import time
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+log = logging.getLogger("swe_stream.sandbox")
+
+KILLED = 137  # 128 + SIGKILL: what `timeout -s KILL` makes the command exit with
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of a sandbox container."""
+
+    memory_mb: int = 4096
+    cpus: float = 2.0
+    pids: int = 512
+    network: bool = False
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int
+    output: str
+    seconds: float  # wall time seen from the host (docker exec included)
+    timed_out: bool
+    inner_seconds: float  # the command's own time, measured inside the container
+
+
+# the command's own duration, printed by the wrapper inside the container (nanoseconds)
+_TIMING = "__swe_stream_ns__"
+_TIMING_RE = re.compile(rf"^{_TIMING} (\d+)$", re.MULTILINE)
+
+
+class Sandbox:
+    """One container from ``image``; use as a context manager."""
+
+    def __init__(
+        self,
+        client: Any,
+        image: str,
+        limits: Limits = Limits(),
+        *,
+        workdir: str = "/testbed",
+        environment: dict[str, str] | None = None,
+        name: str | None = None,
+    ):
+        self.client = client
+        self.image = image
+        self.limits = limits
+        self.workdir = workdir
+        self.environment = environment or {}
+        self.name = name
+        self.container: Any = None
+
+    def __enter__(self) -> Sandbox:
+        self.container = self.client.containers.run(
+            self.image,
+            ["sleep", "infinity"],
+            detach=True,
+            name=self.name,
+            working_dir=self.workdir,
+            environment=self.environment,
+            network_mode="bridge" if self.limits.network else "none",
+            mem_limit=f"{self.limits.memory_mb}m",
+            memswap_limit=f"{self.limits.memory_mb}m",
+            nano_cpus=int(self.limits.cpus * 1e9),
+            pids_limit=self.limits.pids,
+            labels={"org.swe-stream.sandbox": "1"},
+            init=True,  # reaps what the tests leave behind
+        )
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.container is not None:
+            try:
+                self.container.remove(force=True)
+            except Exception as error:  # the engine may already have removed it
+                log.warning("could not remove sandbox container: %s", error)
+            self.container = None
+
+    def put_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        """Write ``data`` to ``path`` (an absolute path) inside the container."""
+        payload = data.encode() if isinstance(data, str) else data
+        directory, _, name = path.rpartition("/")
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            info = tarfile.TarInfo(name)
+            info.size = len(payload)
+            info.mode = mode
+            info.mtime = int(time.time())
+            tar.addfile(info, io.BytesIO(payload))
+        self.run(f"mkdir -p {directory or '/'}", timeout=30)
+        if not self.container.put_archive(directory or "/", buffer.getvalue()):
+            raise RuntimeError(f"could not copy {path} into the sandbox")
+
+    def run(self, command: str, *, timeout: float, workdir: str | None = None) -> ExecResult:
+        """``bash -c command`` killed after ``timeout`` seconds; output is stdout+stderr."""
+        started = time.monotonic()
+        limit = f"{max(1.0, timeout):.0f}"
+        timed = (
+            "s=$(date +%s%N); timeout -s KILL "
+            + limit
+            + " bash -c "
+            + shlex.quote(command)
+            + '; rc=$?; e=$(date +%s%N); echo; echo "'
+            + _TIMING
+            + ' $((e - s))"; exit $rc'
+        )
+        code, output = self.container.exec_run(
+            ["bash", "-c", timed], workdir=workdir or self.workdir, demux=False
+        )
+        seconds = time.monotonic() - started
+        text = (output or b"").decode("utf-8", errors="replace")
+        matches = list(_TIMING_RE.finditer(text))
+        match = matches[-1] if matches else None  # the wrapper's line is the last one
+        inner = int(match[1]) / 1e9 if match else seconds
+        if match:
+            text = text[: match.start()].rstrip("\n") + "\n"
+        return ExecResult(int(code), text, seconds, code == KILLED, inner)
