@@ -136,6 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
     base.add_argument("--suite", default="bookworm", help="Debian suite")
     base.add_argument("--ca-bundle", type=Path, help="extra CA bundle to trust (TLS proxies)")
     base.add_argument("--force", action="store_true", help="rebuild even if the tag exists")
+    base.add_argument(
+        "--debootstrap",
+        action="store_true",
+        help="build from Debian packages, offline (the only builder; where a registry is "
+        "reachable, docker.base_image=python:3.12-slim needs no build at all)",
+    )
     return parser
 
 

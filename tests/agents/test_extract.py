@@ -4,6 +4,7 @@ test_patch; rejections for tests-only, binary and oversized diffs."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,9 +15,13 @@ from agents.extract import (
     check_diff,
     split_diff,
 )
-from schemas import PatchSet
+from schemas import DeadLetter, LedgerEntry, PatchSet
 from streams.git import FileDiff, RepoCache
+from streams.ledger import Ledger, SinkLedgerStore
 from streams.settings import ExtractSettings
+from streams.sinks import MemorySink
+from streams.stage import Stage, StageRunner
+from streams.topics import CLASSIFIED, LEDGER, PATCHES
 from tests.agents.repo_tasks import BASE_FILES, classified_for, make_calc_repo
 
 
@@ -66,3 +71,18 @@ async def test_tests_only_pr_is_rejected(tmp_path: Path) -> None:
     repos = RepoCache(tmp_path / "cache", pr.url_template)
     outcome = await Extract(repos, ExtractSettings(), 1)(classified_for(pr))
     assert (outcome.status, outcome.reason) == ("rejected", TESTS_ONLY)
+
+
+@pytest.mark.integration
+async def test_a_clone_failure_goes_to_the_dlq_and_the_ledger(tmp_path: Path) -> None:
+    pr = make_calc_repo(tmp_path / "git")
+    repos = RepoCache(tmp_path / "cache", f"file://{tmp_path}/nowhere/{{owner}}/{{repo}}.git")
+    sink = MemorySink()
+    stage = Stage("extract", CLASSIFIED, PATCHES, Extract(repos, ExtractSettings(), 1))
+    runner: StageRunner[Any] = StageRunner(stage, sink, 1, Ledger(SinkLedgerStore(sink), 1))
+    record = classified_for(pr)
+    assert await runner.process(record.key.encode(), record.to_json(), 0, 3) is None
+    (letter,) = [DeadLetter.from_json(v) for _, v in sink.on(CLASSIFIED.dlq_name)]
+    assert letter.error_type == "CloneError" and "nowhere" in letter.error
+    (entry,) = [LedgerEntry.from_json(v) for _, v in sink.on(LEDGER.name)]
+    assert entry.status == "failed" and entry.reason and entry.reason.startswith("CloneError")
