@@ -1,8 +1,9 @@
 """Stage ``classify``: ``pr.enriched`` -> ``pr.classified``.
 
 A cheap pre-classification (title, body, file stats: about a hundred tokens) into easy /
-medium / hard with a score in swe-forge's bands, so that ``classify.difficulties`` drops the
-unwanted levels before any expensive stage (counted, written to the ledger as ``rejected``).
+medium / hard with a score in swe-forge's bands, so that ``classify.difficulties`` (and the
+``classify.min_score`` / ``max_score`` thresholds) drop the unwanted PRs before any expensive
+stage (counted, written to the ledger as ``rejected``).
 
 Two backends, chosen explicitly by ``classify.backend``:
 
@@ -192,15 +193,26 @@ def make_classifier(backend: str, llm: LLMClient) -> Classifier:
 
 
 class Classify:
-    def __init__(self, classifier: Classifier, difficulties: list[str], pipeline_version: int):
+    def __init__(
+        self,
+        classifier: Classifier,
+        difficulties: list[str],
+        pipeline_version: int,
+        score_range: tuple[float, float] = (0.0, 1.0),
+    ):
         self.classifier = classifier
         self.difficulties = frozenset(difficulties)
         self.pipeline_version = pipeline_version
+        self.min_score, self.max_score = score_range
 
     async def __call__(self, pr: EnrichedPullRequest) -> Outcome:
         verdict = await self.classifier.classify(pr)
         if self.difficulties and verdict.classification not in self.difficulties:
             return Outcome.reject(f"difficulty_{verdict.classification}")
+        if verdict.score < self.min_score:
+            return Outcome.reject("score_below_min")
+        if verdict.score > self.max_score:
+            return Outcome.reject("score_above_max")
         return Outcome.accept(
             ClassifiedPullRequest(
                 pipeline_version=self.pipeline_version,
@@ -221,5 +233,10 @@ def classify_stage(
     classifier = make_classifier(settings.backend, llm)
     llm_backed = isinstance(classifier, LLMClassifier)
     concurrency = llm.settings.concurrency.get(STAGE, 1) if llm_backed else 1
-    handler = Classify(classifier, settings.difficulties, pipeline_version)
+    handler = Classify(
+        classifier,
+        settings.difficulties,
+        pipeline_version,
+        score_range=(settings.min_score, settings.max_score),
+    )
     return Stage(STAGE, ENRICHED, CLASSIFIED, handler, concurrency=concurrency)

@@ -36,6 +36,7 @@ from pydantic import ValidationError
 
 from schemas import SWEBENCH_FIELDS, ExportedTask, ScoredTask
 from schemas.workspace import TaskWorkspace, task_dir_name
+from streams.settings import safe_load_yaml
 from streams.stage import Outcome, Stage
 from streams.topics import EXPORTED, SCORED
 
@@ -149,8 +150,8 @@ def render_task_files(ws: TaskWorkspace) -> dict[str, bytes]:
 def load_workspace(path: Path) -> TaskWorkspace:
     """Read a ``workspace.yaml``; ValueError naming the file when it is not a valid one."""
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        data = safe_load_yaml(Path(path).read_text(encoding="utf-8"))
+    except (yaml.YAMLError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
         raise ValueError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping, got {type(data).__name__}")
@@ -245,7 +246,9 @@ def append_to_dataset(dataset_path: Path, row: dict[str, Any]) -> bool:
                 return False
             _replace_bytes(dataset_path, updated.encode("utf-8"))
         else:
-            with open(dataset_path, "a", encoding="utf-8") as out:
+            # O_NOFOLLOW: a dataset.jsonl that is a symlink must not make us append elsewhere
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+            with open(os.open(dataset_path, flags, 0o644), "a", encoding="utf-8") as out:
                 # a hand-edited last line may lack its newline: do not glue ours onto it
                 out.write(line if not text or text.endswith("\n") else "\n" + line)
                 out.flush()
@@ -258,6 +261,8 @@ def _parse_json_line(path: Path, number: int, line: str) -> dict[str, Any]:
         value = json.loads(line)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: line {number}: invalid JSON: {exc}") from None
+    except RecursionError:  # json's decoder recurses once per nesting level
+        raise ValueError(f"{path}: line {number}: JSON nested too deeply") from None
     if not isinstance(value, dict):
         raise ValueError(f"{path}: line {number}: expected a JSON object")
     return value
@@ -266,7 +271,10 @@ def _parse_json_line(path: Path, number: int, line: str) -> dict[str, Any]:
 def read_dataset(path: Path) -> list[dict[str, Any]]:
     """The rows of a SWE-bench dataset file: JSONL, or one JSON array of objects."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text: {exc}") from None
     if not text.lstrip().startswith("["):
         return [
             _parse_json_line(path, number, line)
@@ -277,6 +285,8 @@ def read_dataset(path: Path) -> list[dict[str, Any]]:
         rows = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply") from None
     if not isinstance(rows, list):
         raise ValueError(f"{path}: expected a JSON array of objects")
     for index, row in enumerate(rows):

@@ -9,7 +9,9 @@ Evaluates a coding agent on exported tasks in Docker, grading its patch as SWE-b
 3. **the agent**: a fresh container of the instance image (``/testbed``, a git repository at
    the base commit, is the working directory) with the agent directory mounted read-only at
    ``/agent``, the prompt in ``/run/swe-stream/prompt.md`` and in ``$SWE_PROMPT``, no network
-   unless asked, CPU / memory / pids limits, killed at its timeout. Its environment holds
+   unless asked, CPU / memory / pids limits, killed at its timeout; the root filesystem is
+   read-only and the places it may write are tmpfs, charged to its memory limit (the graders'
+   containers, which run its patch, too): it cannot fill the host's disk. Its environment holds
    nothing of the host's but the variables named (``--agent-env``). A crash or a timeout is
    ``agent_error``. What it changed (``git diff`` against the base commit) is its patch;
 4. **grading**: in a fresh container, the agent's patch, then the hidden tests (never seen by
@@ -29,9 +31,11 @@ import logging
 import os
 import re
 import shlex
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,7 +45,7 @@ from schemas import AgentSpec, ExportedTask, HarnessRequest, HarnessResult
 from schemas.harness import CommandResult, HarnessReport, HarnessStatus, TaskEvaluation
 from schemas.workspace import TaskWorkspace
 from streams import metrics
-from streams.sandbox import Limits, Sandbox
+from streams.sandbox import KILLED, Limits, Sandbox
 from streams.settings import HarnessSettings
 from streams.stage import Outcome, Stage
 from streams.topics import EXPORTED, HARNESS_REQUESTS, HARNESS_RESULTS
@@ -57,6 +61,20 @@ AGENT_OUTPUT_CHARS = 10_000
 # exit codes of a check that did not run: pytest's internal (3) and usage (4) errors, and
 # the shell's "not executable" (126) and "not found" (127)
 NOT_RUN = {3, 4, 126, 127}
+
+# instance ids being evaluated in this process: the images of one are dropped (cache level)
+# only when its last evaluation ends, not under another one still running
+_evaluating: Counter[str] = Counter()
+_evaluating_lock = threading.Lock()
+
+
+def _release(instance_id: str, environment: Environment | None) -> None:
+    with _evaluating_lock:
+        _evaluating[instance_id] -= 1
+        if _evaluating[instance_id] <= 0:
+            del _evaluating[instance_id]
+            if environment is not None:
+                environment.release()
 
 
 @dataclass
@@ -137,7 +155,8 @@ class HarnessEngine:
     ) -> Graded:
         started = time.monotonic()
         labels = {RUN_LABEL: self.options.run_id}
-        with environment.sandbox(self.limits, {"PYTHONUNBUFFERED": "1"}, labels=labels) as box:
+        limits = self.contained(network=False)  # the agent's patch runs here (conftest.py...)
+        with environment.sandbox(limits, {"PYTHONUNBUFFERED": "1"}, labels=labels) as box:
             if patch.strip():
                 box.put_file(f"{PATCH_DIR}/model.patch", patch)
                 if not apply_patch(box, f"{PATCH_DIR}/model.patch"):
@@ -150,6 +169,15 @@ class HarnessEngine:
             f2p = [run_check(box, c, timeout) for c in commands[0]]
             p2p = [run_check(box, c, timeout) for c in commands[1]]
         return Graded(True, f2p, p2p, time.monotonic() - started)
+
+    def contained(self, network: bool) -> Limits:
+        """The limits of a container that runs the agent's code: its writes go to tmpfs,
+        bounded by its memory, never to the host's disk."""
+        return replace(
+            self.limits,
+            network=network,
+            writable_mb=self.limits.writable_mb or self.limits.memory_mb,
+        )
 
     def abort(self) -> int:
         """Remove this run's containers now (Ctrl-C): their blocked commands return at once."""
@@ -167,9 +195,7 @@ class HarnessEngine:
             "SWE_REPO": task.repo,
             "SWE_WORKDIR": "/testbed",
         }
-        limits = Limits(self.limits.memory_mb, self.limits.cpus, self.limits.pids, network=False)
-        if options.agent_network:
-            limits = Limits(limits.memory_mb, limits.cpus, limits.pids, network=True)
+        limits = self.contained(network=options.agent_network)
         mounts = {str(options.agent_dir.resolve()): AGENT_MOUNT} if options.agent_dir else {}
         box = environment.sandbox(
             limits,
@@ -228,9 +254,12 @@ class HarnessEngine:
             total_duration_secs=0,
         )
         setup_started = time.monotonic()
+        with _evaluating_lock:
+            _evaluating[task.instance_id] += 1
         try:
             environment = self.validator.environment(task.repo, task.base_commit, task.instance_id)
         except Exception as exc:  # clone, build, unsupported: all are the setup's failure
+            _release(task.instance_id, None)
             result.error = f"{type(exc).__name__}: {exc}"[:2000]
             return self._finish(result, task, started, None, "")
         finally:
@@ -262,6 +291,9 @@ class HarnessEngine:
                 result.error = (
                     f"the agent was killed at its timeout ({limit:.0f} s)"
                     if agent.timed_out
+                    else f"the agent was killed (SIGKILL; its memory limit is "
+                    f"{self.limits.memory_mb} MB)"
+                    if agent.exit_code == KILLED
                     else f"the agent exited with {agent.exit_code}"
                 )
                 return self._finish(result, task, started, None, patch)
@@ -283,7 +315,7 @@ class HarnessEngine:
             log.exception("harness: %s failed", task.id)
             result.status, result.error = "test_error", f"{type(exc).__name__}: {exc}"[:2000]
         finally:
-            environment.release()
+            _release(task.instance_id, environment)
         return self._finish(result, task, started, graded, patch)
 
     def _finish(
@@ -355,6 +387,15 @@ def swebench_report(
     }
 
 
+def _request_dir(output_dir: Path, request_id: str) -> Path:
+    """``output_dir/request_id``, refused unless it is a direct child of ``output_dir`` (the
+    schema already allows only safe names; this guards the path itself)."""
+    directory = (output_dir / request_id).resolve()
+    if directory.parent != output_dir.resolve():
+        raise ValueError(f"request id {request_id!r} leaves the harness output directory")
+    return directory
+
+
 def write_task_outputs(
     output_dir: Path,
     result: TaskEvaluation,
@@ -363,7 +404,8 @@ def write_task_outputs(
     patch: str,
 ) -> Path:
     """``OUTPUT/<task>/``: report.json, model.patch, evaluation.json (commands and logs)."""
-    directory = output_dir / (_SAFE.sub("-", result.task_id).strip(".-") or "task")
+    # one safe name, short enough for any file system (NAME_MAX is 255 bytes)
+    directory = output_dir / (_SAFE.sub("-", result.task_id).strip(".-")[:200] or "task")
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "evaluation.json").write_text(result.model_dump_json(indent=2), encoding="utf-8")
     (directory / "agent.log").write_text(result.agent_output, encoding="utf-8")
@@ -430,7 +472,9 @@ class HarnessHandler:
             test_timeout_seconds=request.test_timeout_seconds,
             agent_network=agent.network,
             agent_env=dict(agent.env),
-            output_dir=self.output_dir / request.request_id if self.output_dir else None,
+            output_dir=_request_dir(self.output_dir, request.request_id)
+            if self.output_dir
+            else None,
         )
         engine = HarnessEngine(self.validator, options, self.limits)
         task_dir = self.tasks_dir / task_dir_name(request.instance_id)
@@ -465,6 +509,13 @@ def harness_result(
     )
 
 
+def exported_request_id(task: ExportedTask, agent_name: str) -> str:
+    """A request id for an exported task: a safe path name (``RequestId``) of at most 200
+    characters whatever the instance id and agent name, unique per task content and agent."""
+    agent = _SAFE.sub("-", agent_name).strip(".-")[:40] or "agent"
+    return f"{task.instance_id[:140]}-{agent}-{task.content_sha256[:12]}"
+
+
 class ExportedTaskHarness:
     """Evaluates every exported task with the configured agent (``harness.agent_command``)."""
 
@@ -479,7 +530,7 @@ class ExportedTaskHarness:
     async def __call__(self, task: ExportedTask) -> Outcome:
         request = HarnessRequest(
             pipeline_version=task.pipeline_version,
-            request_id=f"{task.instance_id}-{self.agent.name}-{task.content_sha256[:12]}",
+            request_id=exported_request_id(task, self.agent.name),
             instance_id=task.instance_id,
             agent=self.agent,
             agent_timeout_seconds=self.agent_timeout,

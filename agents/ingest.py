@@ -135,8 +135,35 @@ class Progress:
             self._bar.stop()
 
 
+class PublishOrder:
+    """Hours publish in the order they were listed. Several hours download and scan at once,
+    but an hour sends nothing before every earlier hour has finished: a PR's events from
+    consecutive hours reach the topic, and so the stages, in time order (a PR opened in one
+    hour and merged in the next must not be seen merged, then opened)."""
+
+    def __init__(self) -> None:
+        self._finished: list[asyncio.Event] = []
+
+    def ticket(self) -> int:
+        """The next hour's place in the order."""
+        self._finished.append(asyncio.Event())
+        return len(self._finished) - 1
+
+    def is_turn(self, ticket: int) -> bool:
+        return ticket == 0 or self._finished[ticket - 1].is_set()
+
+    async def wait_turn(self, ticket: int) -> None:
+        if ticket > 0:
+            await self._finished[ticket - 1].wait()
+
+    def finish(self, ticket: int) -> None:
+        """The hour is done publishing (or skipped, or failed): the next one may go."""
+        self._finished[ticket].set()
+
+
 class Ingestor:
-    """Ingests hours with at most ``settings.concurrency`` in flight."""
+    """Ingests hours with at most ``settings.concurrency`` in flight, publishing them in the
+    order of their sources (``PublishOrder``)."""
 
     def __init__(
         self,
@@ -166,29 +193,42 @@ class Ingestor:
     ) -> list[HourReport]:
         """Ingest every source; bounded concurrency and a bounded queue keep memory flat even
         for an endless ``--follow`` stream of hours."""
-        queue: asyncio.Queue[HourSource | None] = asyncio.Queue(self.settings.concurrency)
+        queue: asyncio.Queue[tuple[int, HourSource] | None] = asyncio.Queue(
+            self.settings.concurrency
+        )
         reports: list[HourReport] = []
+        order = PublishOrder()
 
         async def feed() -> None:
             if isinstance(sources, AsyncIterator):
                 async for source in sources:
-                    await queue.put(source)
+                    await queue.put((order.ticket(), source))
             else:
                 for source in sources:
-                    await queue.put(source)
+                    await queue.put((order.ticket(), source))
             for _ in range(self.settings.concurrency):
                 await queue.put(None)
 
         async def work() -> None:
-            while (source := await queue.get()) is not None:
-                report = await self.ingest_hour(source)
+            while (item := await queue.get()) is not None:
+                ticket, source = item
+                try:
+                    report = await self.ingest_hour(source, order, ticket)
+                finally:
+                    order.finish(ticket)
                 reports.append(report)
                 self.progress.hour_finished(report)
 
         await asyncio.gather(feed(), *(work() for _ in range(self.settings.concurrency)))
         return sorted(reports, key=lambda r: r.hour)
 
-    async def ingest_hour(self, source: HourSource) -> HourReport:
+    async def ingest_hour(
+        self, source: HourSource, order: PublishOrder | None = None, ticket: int = 0
+    ) -> HourReport:
+        """One hour; with ``order``, its records are sent only once it is ``ticket``'s turn."""
+        if order is None:  # an hour on its own: its turn at once
+            order = PublishOrder()
+            ticket = order.ticket()
         hour = hour_of(source)
         previous = self.ledger.get(hour)
         if previous is not None and previous.status == "done" and not self.force:
@@ -202,7 +242,7 @@ class Ingestor:
             )
         while True:
             try:
-                return await self._ingest(hour, source, previous)
+                return await self._ingest(hour, source, previous, order, ticket)
             except HourNotPublished:
                 if not self.follow:
                     return await self._finish_failed(hour, source, previous, "not published (404)")
@@ -214,16 +254,29 @@ class Ingestor:
                 await asyncio.sleep(self.settings.poll_seconds)
 
     async def _ingest(
-        self, hour: str, source: HourSource, previous: HourLedgerEntry | None
+        self,
+        hour: str,
+        source: HourSource,
+        previous: HourLedgerEntry | None,
+        order: PublishOrder,
+        ticket: int,
     ) -> HourReport:
         started_at, started = self.clock(), time.perf_counter()
         scanner = HourScanner(hour, self.pipeline_version)
         pending: list[asyncio.Future[Any]] = []
+        held: list[tuple[bytes, bytes]] = []  # records waiting for this hour's turn
+        held_bytes = 0
+        limit = self.settings.order_buffer_mb << 20
         samples = 0
         error: str | None = None
 
+        async def publish(records: list[tuple[bytes, bytes]]) -> None:
+            for key, value in records:
+                pending.append(await self.producer.send(PULL_REQUEST_EVENTS.name, value, key))
+
         async def handle(items: list[tuple[bytes, bytes] | ScanProblem]) -> None:
-            nonlocal samples
+            nonlocal samples, held, held_bytes
+            records = []
             for item in items:
                 if isinstance(item, ScanProblem):
                     metrics.INGEST_ERRORS.labels(reason=item.reason).inc()
@@ -231,8 +284,15 @@ class Ingestor:
                         samples += 1
                         await self._dead_letter(hour, source, item)
                 else:
-                    key, value = item
-                    pending.append(await self.producer.send(PULL_REQUEST_EVENTS.name, value, key))
+                    records.append(item)
+            if held or not order.is_turn(ticket):
+                held += records
+                held_bytes += sum(len(k) + len(v) for k, v in records)
+                if held_bytes < limit and not order.is_turn(ticket):
+                    return  # go on downloading while an earlier hour publishes
+                await order.wait_turn(ticket)  # the buffer is full: wait (backpressure)
+                records, held, held_bytes = held, [], 0
+            await publish(records)
 
         retries_before = self.client.stats.retries
         try:
@@ -244,6 +304,8 @@ class Ingestor:
         except DownloadError as exc:
             error = str(exc)
         await handle(scanner.close())
+        await order.wait_turn(ticket)
+        await publish(held)
         metrics.GHARCHIVE_DOWNLOAD_RETRIES.inc(self.client.stats.retries - retries_before)
         stats = scanner.stats
         metrics.INGEST_EVENTS.inc(stats.lines)
@@ -396,6 +458,8 @@ async def plan_sources(
 
     if selection.sources:
         sources = resolve_sources(list(selection.sources), base_url)
+        for source in sources:  # before any hour is published, not when a worker reaches it
+            hour_of(source)
         return sources, len(sources)
     if selection.hours is not None:
         names = await client.latest_hours(selection.hours)

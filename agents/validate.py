@@ -25,6 +25,7 @@ unsupported language. Image builds that fail raise (DLQ and ledger).
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import shlex
 import time
@@ -43,10 +44,12 @@ from streams.environments import (
     detect_recipe,
 )
 from streams.git import RepoCache
-from streams.sandbox import Limits, Sandbox
+from streams.sandbox import Limits, Sandbox, remove_orphans
 from streams.settings import DockerSettings, ValidateSettings
 from streams.stage import Outcome, Stage
 from streams.topics import PATCHES, VALIDATED
+
+log = logging.getLogger("swe_stream.validate")
 
 STAGE = "validate"
 
@@ -266,6 +269,12 @@ class Validator:
     def client(self) -> Any:
         if self._client is None:
             self._client = self._docker_client()
+            # containers of a worker killed mid-validation would run forever otherwise; a
+            # cleanup that fails is tried again by the next worker, it fails no task
+            try:
+                remove_orphans(self._client)
+            except Exception as error:
+                log.warning("could not look for orphaned sandboxes: %s", error)
         return self._client
 
     @property
@@ -466,10 +475,16 @@ def apply_patch(box: Sandbox, path: str) -> bool:
     return False
 
 
+# The client's read timeout must outlast the longest command: an exec answers only when its
+# command ends, and every command is already bounded inside the container (`timeout -s KILL`
+# at its own limit, which may be set past any fixed value: agents, tests, testgen).
+DOCKER_READ_TIMEOUT_SECONDS = 24 * 3600
+
+
 def docker_from_env() -> Any:
     import docker as docker_sdk
 
-    return docker_sdk.from_env(timeout=600)
+    return docker_sdk.from_env(timeout=DOCKER_READ_TIMEOUT_SECONDS)
 
 
 def validate_stage(validator: Validator) -> Stage[PatchSet]:

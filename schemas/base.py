@@ -36,6 +36,7 @@ __all__ = [
     "SubRecord",
     "gharchive_hour",
     "instance_id_for",
+    "ledger_key",
     "parse_gharchive_hour",
     "parse_pr_key",
     "pr_key",
@@ -51,7 +52,8 @@ _REPO_NAME_JSON_PATTERN = rf"^{_OWNER}/(?!\.\.?$){_NAME}$"
 
 REPO_NAME_RE = re.compile(rf"(?P<owner>{_OWNER})/(?P<name>{_NAME})")
 PR_KEY_RE = re.compile(rf"(?P<repo>{_OWNER}/{_NAME})#(?P<number>[1-9][0-9]{{0,9}})")
-GHARCHIVE_HOUR_RE = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})-(?P<hour>1?[0-9]|2[0-3])")
+# [0-9], not \d: \d also matches other scripts' digits, which strptime reads as well
+GHARCHIVE_HOUR_RE = re.compile(r"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})-(?P<hour>1?[0-9]|2[0-3])")
 
 
 def validate_repo_name(value: str) -> str:
@@ -76,7 +78,8 @@ RepoName = Annotated[
 ]
 """A GitHub repository full name, ``owner/repo``."""
 
-PRNumber = Annotated[int, Field(ge=1, le=PR_NUMBER_MAX)]
+# strict: JSON true, 7.0 or "7" is no PR number (lax mode would read them as 1 and 7)
+PRNumber = Annotated[int, Field(ge=1, le=PR_NUMBER_MAX, strict=True)]
 """A pull request (or issue) number."""
 
 GitSha = Annotated[str, Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
@@ -99,6 +102,13 @@ def pr_key(repo: str, number: int) -> str:
     if not 1 <= number <= PR_NUMBER_MAX:
         raise ValueError(f"PR number {number} out of range 1..{PR_NUMBER_MAX}")
     return f"{repo}#{number}"
+
+
+def ledger_key(repo: str, number: int, pipeline_version: int) -> str:
+    """The ``swe.ledger`` key of a PR in one pipeline version: ``owner/repo#number@v<N>``.
+    The entry is written to the partition of the PR's own key (``pr_key``), beside the PR's
+    records, so that ledger lookups stay partition-local."""
+    return f"{pr_key(repo, number)}@v{pipeline_version}"
 
 
 def parse_pr_key(key: str) -> tuple[str, int]:

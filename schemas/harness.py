@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat
 
@@ -35,12 +35,16 @@ class AgentSpec(SubRecord):
     network: bool = False
 
 
+# the harness writes a request's outputs to <harness output dir>/<request_id>/: one safe name
+RequestId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")]
+
+
 class HarnessRequest(Record):
     """harness.requests: run one agent on one exported task."""
 
     SCHEMA_VERSION: ClassVar[int] = 1
 
-    request_id: NonEmptyStr
+    request_id: RequestId
     instance_id: InstanceId
     agent: AgentSpec
     agent_timeout_seconds: PositiveFloat = 600.0

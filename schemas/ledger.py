@@ -6,7 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import AwareDatetime, PositiveInt, model_validator
 
-from schemas.base import NonEmptyStr, PullRequestRecord
+from schemas.base import NonEmptyStr, PullRequestRecord, ledger_key
 
 __all__ = ["FINAL_STATUSES", "LedgerEntry", "LedgerStatus"]
 
@@ -19,7 +19,10 @@ FINAL_STATUSES: frozenset[str] = frozenset({"rejected", "failed", "exported"})
 
 
 class LedgerEntry(PullRequestRecord):
-    """swe.ledger (compacted, key owner/repo#number): the latest state of one PR."""
+    """swe.ledger (compacted, key owner/repo#number@vN): one PR's latest state in version N."""
+
+    # Each version keeps its own entry, so a replay under version N+1 never overwrites what
+    # version N decided (nor makes N redo the PR).
 
     SCHEMA_VERSION: ClassVar[int] = 1
 
@@ -35,6 +38,11 @@ class LedgerEntry(PullRequestRecord):
         if self.updated_at < self.first_seen_at:
             raise ValueError("updated_at is earlier than first_seen_at")
         return self
+
+    @property
+    def ledger_key(self) -> str:
+        """The ``swe.ledger`` key: ``owner/repo#number@v<pipeline_version>``."""
+        return ledger_key(self.repo, self.number, self.pipeline_version)
 
     def is_final(self) -> bool:
         """True once the PR is done with: rejected, failed or exported."""

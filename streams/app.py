@@ -7,6 +7,7 @@ itself; with ``faust -A`` against a Tansu broker, set ``SWE_STREAM_KAFKA_IDEMPOT
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -81,7 +82,17 @@ def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> f
     ledger = Ledger(TableLedgerStore(ledger_table(app, partitions)), settings.pipeline_version)
 
     def table(name: str) -> Any:
-        return app.Table(name, default=None, schema=raw_schema(), partitions=partitions)
+        # key_type/value_type bytes as well as the raw schema: the schema serializes what is
+        # written, but recovery from the changelog decodes by the table's types (JSON unless
+        # bytes), and a key that is not JSON made a restarted worker's recovery hang
+        return app.Table(
+            name,
+            default=None,
+            schema=raw_schema(),
+            key_type=bytes,
+            value_type=bytes,
+            partitions=partitions,
+        )
 
     for stage in stages(settings, StageResources(ledger, table)):
         register_stage(app, stage, ledger)
@@ -92,6 +103,11 @@ def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> f
     @app.task
     async def serve_metrics() -> None:
         metrics.serve_metrics(metrics_port)
+
+    @app.task
+    async def remove_orphan_sandboxes() -> None:
+        # a worker killed mid-validation (SIGKILL, OOM) left its sandbox running forever
+        await asyncio.to_thread(_remove_orphan_sandboxes)
 
     lag = LagProbe(bootstrap, settings.worker.app_id)
 
@@ -104,7 +120,24 @@ def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> f
         except Exception as exc:  # the cluster may be rebalancing or away: measure next time
             log.debug("consumer lag not measured: %s", exc)
 
+    async def close_lag_probe(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        await lag.close()  # its clients, before the loop closes under them
+
+    # weak=False: the signal would otherwise hold this local function by a weak reference
+    app.on_before_shutdown.connect(close_lag_probe, weak=False)
+
     return app
+
+
+def _remove_orphan_sandboxes() -> None:
+    try:
+        import docker
+
+        from streams.sandbox import remove_orphans
+
+        remove_orphans(docker.from_env(timeout=60))
+    except Exception as exc:  # no Docker here (a worker without validation): nothing to do
+        log.debug("no orphan sandboxes removed: %s", exc)
 
 
 app = create_app(load_settings())

@@ -42,6 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     common.add_argument("--config", type=Path, help="YAML settings file (or SWE_STREAM_CONFIG)")
     common.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    common.add_argument(
+        "--pipeline-version",
+        type=int,
+        metavar="N",
+        help="pipeline version (stamped on records; consumer group swe-stream-vN); "
+        "ledger commands: only this version's entries",
+    )
     kafka = argparse.ArgumentParser(add_help=False)
     kafka.add_argument(
         "--bootstrap",
@@ -187,6 +194,62 @@ def build_parser() -> argparse.ArgumentParser:
         action = dlq_actions.add_parser(name, parents=[common, kafka], help=text)
         action.add_argument("--topic", required=True, help="the DLQ topic, e.g. pr.enriched.dlq")
 
+    replay = commands.add_parser(
+        "replay",
+        parents=[common, kafka],
+        help="re-derive the stages after a topic under a pipeline version (a fresh group)",
+    )
+    replay.add_argument(
+        "--from-topic", required=True, metavar="TOPIC", help="start here, e.g. pr.enriched"
+    )
+    start = replay.add_mutually_exclusive_group()
+    start.add_argument(
+        "--from-beginning", action="store_true", help="every record of the topic (default)"
+    )
+    start.add_argument(
+        "--from-offset",
+        action="append",
+        metavar="P:O",
+        help="start partition P at offset O (repeatable); partitions not named are skipped",
+    )
+    start.add_argument(
+        "--from-time", metavar="ISO", help="the first record stamped at or after this time"
+    )
+    replay.add_argument(
+        "--until-time", metavar="ISO", help="skip start-topic records stamped at or after this"
+    )
+    replay.add_argument(
+        "--stages", help="only these of the downstream stages, comma-separated (default: all)"
+    )
+    replay.add_argument("--group", help="consumer group (default: swe-stream-vN-replay-<time>)")
+    replay.add_argument(
+        "-o", "--output", type=Path, help="export.output_dir (version N writes to <it>-vN)"
+    )
+    replay.add_argument("--metrics-port", type=int, help="Prometheus /metrics port (0 = off)")
+    replay.add_argument("--no-live", action="store_true", help="log lines, no live table")
+
+    offsets = commands.add_parser(
+        "offsets", parents=[common], help="a consumer group's offsets: show, reset"
+    )
+    offsets_actions = offsets.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, text in (
+        ("show", "start, end, committed offset and lag per partition"),
+        ("reset", "move the group (refused while it has live members)"),
+    ):
+        action = offsets_actions.add_parser(name, parents=[common, kafka], help=text)
+        action.add_argument("--group", required=True, help="consumer group, e.g. swe-stream-v1")
+        action.add_argument("--topic", required=True, help="topic, e.g. pr.enriched")
+        if name == "reset":
+            target = action.add_mutually_exclusive_group(required=True)
+            target.add_argument("--to-earliest", action="store_true", help="each partition's start")
+            target.add_argument("--to-latest", action="store_true", help="each partition's end")
+            target.add_argument(
+                "--to-time", metavar="ISO", help="first record stamped at or after this time"
+            )
+            target.add_argument(
+                "--to-offset", action="append", metavar="P:O", help="partition P to offset O"
+            )
+
     hours = argparse.ArgumentParser(add_help=False)
     hours.add_argument("--from", dest="first", metavar="HOUR", help="first hour: 2025-01-01T00")
     hours.add_argument("--to", dest="last", metavar="HOUR", help="last hour, inclusive")
@@ -311,6 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     overrides: dict[str, Any] = {
+        "pipeline_version": getattr(args, "pipeline_version", None),
         "kafka": {
             "bootstrap": getattr(args, "bootstrap", None),
             "partitions": getattr(args, "partitions", None),
@@ -627,8 +691,8 @@ class LedgerSourceMissing(ValueError):
 
 
 def cmd_ledger(args: argparse.Namespace, settings: Settings) -> int:
-    from schemas import parse_pr_key
-    from streams.ledger import Funnel, PrFileError, latest, pr_file_line, write_pr_file
+    from schemas import ledger_key, parse_pr_key
+    from streams.ledger import Funnel, PrFileError, latest, of_version, pr_file_line, write_pr_file
 
     try:
         if args.action == "import":
@@ -637,6 +701,7 @@ def cmd_ledger(args: argparse.Namespace, settings: Settings) -> int:
     except (LedgerSourceMissing, PrFileError, FileNotFoundError) as exc:
         print(f"swe-stream ledger: {exc}", file=sys.stderr)
         return 2
+    entries = of_version(entries, getattr(args, "pipeline_version", None))
     current = latest(entries)
     if args.action == "show":
         try:
@@ -648,12 +713,14 @@ def cmd_ledger(args: argparse.Namespace, settings: Settings) -> int:
         if not history:
             print(f"{args.pr}: not in the ledger", file=sys.stderr)
             return 1
-        print(pr_file_line(current[history[-1].key]))
-        for entry in history:
-            print(
-                f"  {entry.updated_at.isoformat()} {entry.stage}: {entry.status}"
-                + (f" ({entry.reason})" if entry.reason else "")
-            )
+        for version in sorted({e.pipeline_version for e in history}):
+            print(pr_file_line(current[ledger_key(repo, number, version)]))
+            for entry in history:
+                if entry.pipeline_version == version:
+                    print(
+                        f"  {entry.updated_at.isoformat()} v{version} {entry.stage}: "
+                        f"{entry.status}" + (f" ({entry.reason})" if entry.reason else "")
+                    )
         return 0
     if args.action == "stats":
         from streams.runner import STAGE_ORDER
@@ -712,7 +779,7 @@ def cmd_mine(args: argparse.Namespace, settings: Settings) -> int:
     if problem:
         print(f"swe-stream mine: {problem}", file=sys.stderr)
         return 2
-    output = settings.export.output_dir
+    output = settings.export_dir
     plan = RunPlan(
         selection=selection,
         once=args.once,
@@ -742,7 +809,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
             "runs name a cluster with --bootstrap"
         )
     plan = RunPlan(selection=selection, live=_live(args))
-    return _run_plan(settings, plan, settings.export.output_dir)
+    return _run_plan(settings, plan, settings.export_dir)
 
 
 def _live(args: argparse.Namespace) -> bool:
@@ -942,6 +1009,107 @@ def cmd_dlq(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+# replay, offsets ---------------------------------------------------------------------------
+
+
+def _cluster(command: str, settings: Settings) -> str | None:
+    if settings.kafka.bootstrap:
+        return settings.kafka.bootstrap
+    print(
+        f"swe-stream {command}: name the cluster with --bootstrap HOST:PORT (or "
+        "SWE_STREAM_KAFKA_BOOTSTRAP): the embedded broker keeps nothing once its command exits",
+        file=sys.stderr,
+    )
+    return None
+
+
+def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
+    from streams import metrics
+    from streams.offsets import parse_partition_offsets, parse_time_ms
+    from streams.replay import ReplayError, ReplayPlan, replay_pipeline
+
+    bootstrap = _cluster("replay", settings)
+    if bootstrap is None:
+        return 2
+    if "pipeline_version" not in settings.model_fields_set:
+        print(
+            "swe-stream replay: say which pipeline version the replay writes: "
+            "--pipeline-version N (a new one leaves the older versions' results as they are)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        plan = ReplayPlan(
+            from_topic=args.from_topic,
+            from_offsets=parse_partition_offsets(args.from_offset) if args.from_offset else None,
+            from_time_ms=parse_time_ms(args.from_time) if args.from_time else None,
+            until_time_ms=parse_time_ms(args.until_time) if args.until_time else None,
+            stages=[s.strip() for s in (args.stages or "").split(",") if s.strip()],
+            group=args.group,
+            live=_live(args),
+        )
+        metrics.serve_metrics(settings.worker.metrics_port)
+        summary = asyncio.run(replay_pipeline(settings, bootstrap, plan))
+    except (ReplayError, ValueError) as exc:
+        print(f"swe-stream replay: {exc}", file=sys.stderr)
+        return 2
+    except IdempotenceUnsupported as exc:
+        print(f"swe-stream replay: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(summary.lines(plan, settings.pipeline_version, settings.export_dir)))
+    return 0 if summary.stopped_because == "the replayed range is done" else 1
+
+
+def cmd_offsets(args: argparse.Namespace, settings: Settings) -> int:
+    from streams.offsets import (
+        GroupActive,
+        OffsetsError,
+        offsets_at_time,
+        parse_partition_offsets,
+        parse_time_ms,
+        positions,
+        reset_offsets,
+        topic_bounds,
+    )
+
+    bootstrap = _cluster("offsets", settings)
+    if bootstrap is None:
+        return 2
+
+    async def act() -> list[Any]:
+        if args.action == "show":
+            return await positions(bootstrap, args.group, args.topic)
+        bounds = await topic_bounds(bootstrap, args.topic)
+        if args.to_earliest:
+            target = {p: low for p, (low, _) in bounds.items()}
+        elif args.to_latest:
+            target = {p: high for p, (_, high) in bounds.items()}
+        elif args.to_time:
+            target, method = await offsets_at_time(
+                bootstrap, args.topic, parse_time_ms(args.to_time)
+            )
+            print(f"offsets for {args.to_time} found by {method}", file=sys.stderr)
+        else:
+            target = parse_partition_offsets(args.to_offset)
+        return await reset_offsets(bootstrap, args.group, args.topic, target)
+
+    try:
+        shown = asyncio.run(act())
+    except GroupActive as exc:
+        print(f"swe-stream offsets: refused: {exc}", file=sys.stderr)
+        return 3
+    except (OffsetsError, ValueError) as exc:
+        print(f"swe-stream offsets: {exc}", file=sys.stderr)
+        return 2
+    print(f"group {args.group} on {args.topic}:")
+    print("  partition     start       end committed       lag")
+    for row in shown:
+        committed = "-" if row.committed is None else str(row.committed)
+        lag = "-" if row.lag is None else str(row.lag)
+        print(f"  {row.partition:9} {row.start:9} {row.end:9} {committed:>9} {lag:>9}")
+    return 0
+
+
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     from agents.export import dataset_to_task_dirs, read_dataset, task_dirs_to_dataset
 
@@ -973,6 +1141,8 @@ COMMANDS = {
     "validate": cmd_validate,
     "harness": cmd_harness,
     "dlq": cmd_dlq,
+    "replay": cmd_replay,
+    "offsets": cmd_offsets,
     "export": cmd_export,
 }
 

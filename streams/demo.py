@@ -235,13 +235,24 @@ _PULL = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<number>\d+)(?P<file
 _REPO = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)$")
 
 
+class GitHubStandIn(LocalServer):
+    """The GitHub API stand-in; ``authorizations`` holds the ``Authorization`` header of each
+    request (tests check which token was sent, and that it went nowhere else)."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler], fake: Any) -> None:
+        super().__init__(handler, fake)
+        self.authorizations: list[str] = []
+
+
 class _GitHubHandler(BaseHTTPRequestHandler):
-    server: LocalServer
+    server: GitHubStandIn
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def do_GET(self) -> None:
+        self.server.count_request()
+        self.server.authorizations.append(self.headers.get("Authorization", ""))
         prs: dict[tuple[str, int], DemoPullRequest] = self.server.fake
         path = self.path.split("?")[0]
         answer: Any = None
@@ -282,6 +293,7 @@ class OfflineWorld:
     git_url_template: str
     hour: str
     pull_request: DemoPullRequest
+    github: GitHubStandIn | None = None  # the GitHub stand-in (its ``requests`` count calls)
 
     def overrides(self) -> dict[str, Any]:
         """Settings overrides that send the pipeline to the local services."""
@@ -304,9 +316,11 @@ def offline_world(
     pr = demo_pull_request(make_demo_repository(root / "git"))
     served = {f"{hour}.json.gz": hour_with_events(hour_file or shipped_hour(), [pr.event()])}
     archive = LocalServer(_ArchiveHandler, served)
-    github = LocalServer(_GitHubHandler, {(pr.repo.repo.lower(), pr.number): pr})
+    github = GitHubStandIn(_GitHubHandler, {(pr.repo.repo.lower(), pr.number): pr})
     with running(archive, "demo-gharchive"), running(github, "demo-github"):
-        yield OfflineWorld(archive.base_url, github.base_url, pr.repo.url_template, hour, pr)
+        yield OfflineWorld(
+            archive.base_url, github.base_url, pr.repo.url_template, hour, pr, github
+        )
 
 
 def git_available() -> bool:

@@ -7,6 +7,7 @@ failing again returns to the DLQ with ``attempts`` one higher.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -17,8 +18,19 @@ from streams import metrics
 from streams.sinks import RecordSink
 from streams.topics import topic
 
+log = logging.getLogger("swe_stream.dlq")
+
 # A pathological error message (a whole record echoed back) must not make a huge dead letter.
 MAX_ERROR_CHARS = 4000
+# A dead letter must fit in one Kafka message (about 1 MB: Kafka's message.max.bytes, the
+# producer's max_request_size), and base64 adds a third: a record larger than this keeps only
+# its first bytes in the letter, whose error gives the whole record's size and sha256 (the
+# record itself stays in its source topic, at the letter's partition and offset). Without the
+# cut, sending the letter fails, the stage crashes and the record is lost without a trace.
+MAX_VALUE_BYTES = 600_000
+# how such letters' errors start (``dlq replay`` recognises them)
+CUT_PREFIX = "value cut to its first "
+TOMBSTONE_PREFIX = "null value (a tombstone)"
 
 
 async def send_to_dlq(
@@ -28,7 +40,7 @@ async def send_to_dlq(
     partition: int,
     offset: int,
     key: bytes | None,
-    value: bytes,
+    value: bytes | None,
     error: BaseException,
     stage: str,
     pipeline_version: int,
@@ -36,19 +48,30 @@ async def send_to_dlq(
     dlq_topic: str | None = None,
 ) -> DeadLetter:
     """Write the dead letter for ``value`` to ``dlq_topic`` (default: the catalog's DLQ of
-    ``source_topic``), keyed like the source record; returns it."""
+    ``source_topic``), keyed like the source record; returns it. A null value (a tombstone)
+    has no bytes to keep, and a value over ``MAX_VALUE_BYTES`` keeps only its first bytes:
+    the letter's error says so."""
+    original = value if value is not None else b""
     letter = DeadLetter.capture(
         source_topic=source_topic,
         source_partition=partition,
         source_offset=offset,
         key=key.decode("utf-8", errors="replace") if key is not None else None,
-        value=value,
+        value=original[:MAX_VALUE_BYTES],
         exc=error,
         stage=stage,
         pipeline_version=pipeline_version,
         attempts=attempts,
     )
     letter.error = letter.error[:MAX_ERROR_CHARS] or repr(error)[:MAX_ERROR_CHARS]
+    if value is None:
+        letter.error = f"{TOMBSTONE_PREFIX}: {letter.error}"[:MAX_ERROR_CHARS]
+    elif len(original) > MAX_VALUE_BYTES:
+        digest = hashlib.sha256(original).hexdigest()
+        letter.error = (
+            f"{CUT_PREFIX}{MAX_VALUE_BYTES} of {len(original)} bytes "
+            f"(sha256 of the whole: {digest}): {letter.error}"
+        )[:MAX_ERROR_CHARS]
     await sink.send(dlq_topic or topic(source_topic).dlq_name, key, letter.to_json())
     metrics.DLQ_RECORDS.labels(topic=source_topic).inc()
     return letter
@@ -102,21 +125,67 @@ async def replay_dead_letters(
     producer_config: dict[str, Any], letters: Iterable[DeadLetter]
 ) -> int:
     """Send each letter's original record back to its source topic, key and bytes as they
-    were, with the attempt it failed at (the next failure writes ``attempts + 1``)."""
-    from aiokafka import AIOKafkaProducer
+    were, with the attempt it failed at (the next failure writes ``attempts + 1``). A letter
+    that kept only the first bytes of a large record sends the record itself, read back from
+    its source topic and checked against the digest in the letter's error; a tombstone's
+    letter sends a tombstone."""
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
     producer = AIOKafkaProducer(**producer_config)
+    consumer: AIOKafkaConsumer | None = None
     await producer.start()
     sent = 0
     try:
         for letter in letters:
+            value: bytes | None = letter.original_value()
+            if letter.error.startswith(TOMBSTONE_PREFIX):
+                value = None
+            elif letter.error.startswith(CUT_PREFIX):
+                if consumer is None:
+                    consumer = AIOKafkaConsumer(
+                        bootstrap_servers=producer_config["bootstrap_servers"], group_id=None
+                    )
+                    await consumer.start()
+                try:
+                    value = await _whole_record(consumer, letter)
+                except RecordGone as exc:
+                    log.warning("%s", exc)
+                    continue
             await producer.send_and_wait(
                 letter.source_topic,
-                letter.original_value(),
+                value,
                 letter.key.encode() if letter.key is not None else None,
                 headers=[(ATTEMPT_HEADER, str(letter.attempts + 1).encode())],
             )
             sent += 1
     finally:
         await producer.stop()
+        if consumer is not None:
+            await consumer.stop()
     return sent
+
+
+class RecordGone(RuntimeError):
+    """A cut dead letter whose whole record is no longer in its source topic."""
+
+
+async def _whole_record(consumer: Any, letter: DeadLetter) -> bytes:
+    from aiokafka import TopicPartition
+
+    tp = TopicPartition(letter.source_topic, letter.source_partition)
+    consumer.assign([tp])
+    consumer.seek(tp, letter.source_offset)
+    batch = await consumer.getmany(tp, timeout_ms=10_000, max_records=1)
+    records = batch.get(tp, [])
+    expected = letter.error.split("sha256 of the whole: ", 1)[-1].split(")", 1)[0]
+    if (
+        not records
+        or records[0].offset != letter.source_offset
+        or records[0].value is None
+        or hashlib.sha256(records[0].value).hexdigest() != expected
+    ):
+        raise RecordGone(
+            f"{letter.source_topic}@{letter.source_partition}:{letter.source_offset} no longer "
+            "holds the record this dead letter cut (retention?): not replayed"
+        )
+    return bytes(records[0].value)

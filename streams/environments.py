@@ -21,7 +21,9 @@ import hashlib
 import io
 import json
 import logging
+import os
 import re
+import secrets
 import tarfile
 import time
 from dataclasses import dataclass, field
@@ -167,6 +169,17 @@ def _tag(text: str, limit: int = 120) -> str:
     return _TAG_UNSAFE.sub("-", text)[:limit].strip("-.") or "x"
 
 
+_process_tags: dict[int, str] = {}
+
+
+def process_tag() -> str:
+    """A tag suffix of this process's own (pid and a random part, new after a fork)."""
+    pid = os.getpid()
+    if pid not in _process_tags:
+        _process_tags[pid] = f"p{pid}-{secrets.token_hex(3)}"
+    return _process_tags[pid]
+
+
 def _context(dockerfile: str, files: dict[str, bytes]) -> io.BytesIO:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
@@ -187,13 +200,31 @@ class BuiltImage:
     seconds: float
 
 
+# the layers each cache level drops after a task
+DROPPED_LAYERS = {"instance": (), "env": ("instance",), "base": ("instance", "env")}
+DROPPED_LAYERS["none"] = DROPPED_LAYERS["base"]
+
+
 class EnvironmentBuilder:
-    """Builds (or reuses) env and instance images on the Docker engine behind ``client``."""
+    """Builds (or reuses) env and instance images on the Docker engine behind ``client``.
+
+    An image the cache level drops after its task is tagged for this process alone: another
+    worker on the same engine building the same layer gets a tag of its own, so dropping one
+    never pulls an image from under the other (removing one of an image's tags only untags
+    it). Kept layers share one tag, so every process reuses them.
+    """
 
     def __init__(self, client: Any, base_image: str, cache_level: str = "env"):
         self.client = client
         self.base_image = base_image
         self.cache_level = cache_level
+
+    def _layer_tag(self, repository: str, name: str, key: str, layer: str) -> str:
+        suffix = f"-{key}"
+        if layer in DROPPED_LAYERS.get(self.cache_level, ()):
+            suffix += f"-{process_tag()}"
+        # a tag is at most 128 characters
+        return f"{repository}:{_tag(name, 128 - len(suffix))}{suffix}"
 
     def _existing(self, tag: str) -> Any | None:
         import docker.errors
@@ -237,7 +268,7 @@ class EnvironmentBuilder:
             raise ImageBuildError(
                 f"base image {self.base_image} is missing: run `swe-stream images base`"
             )
-        tag = f"{ENV_REPOSITORY}:{_tag(repo.replace('/', '__'))}-{recipe.key(base.id)}"
+        tag = self._layer_tag(ENV_REPOSITORY, repo.replace("/", "__"), recipe.key(base.id), "env")
         files = {f"env/{path}": data for path, data in recipe.dependency_files.items()}
         files["env/recipe.json"] = json.dumps(
             {"language": recipe.language, "env_commands": list(recipe.env_commands)}
@@ -261,7 +292,7 @@ class EnvironmentBuilder:
     ) -> BuiltImage:
         digest = hashlib.sha256(env.id.encode() + tree.tar_bytes)
         digest.update(json.dumps([GIT_BASE, *recipe.install_commands, GIT_IGNORE_BUILT]).encode())
-        tag = f"{INSTANCE_REPOSITORY}:{_tag(instance_id)}-{digest.hexdigest()[:12]}"
+        tag = self._layer_tag(INSTANCE_REPOSITORY, instance_id, digest.hexdigest()[:12], "instance")
         run = " && ".join(recipe.install_commands)
         dockerfile = (
             f"FROM {env.tag}\nADD testbed.tar {TESTBED}/\nWORKDIR {TESTBED}\nRUN {GIT_BASE}\n"
@@ -274,8 +305,9 @@ class EnvironmentBuilder:
         """Drop the layers the cache level does not keep."""
         import docker.errors
 
-        drop = {"instance": [], "env": [instance], "base": [instance, env], "none": [instance, env]}
-        for image in drop.get(self.cache_level, []):
+        layers = {"instance": instance, "env": env}
+        for layer in DROPPED_LAYERS.get(self.cache_level, ()):
+            image = layers[layer]
             try:
                 self.client.images.remove(image.tag, force=True)
             except docker.errors.APIError as exc:

@@ -7,7 +7,8 @@
   of the pool (round-robin) or waits for the earliest reset.
 - Limits hit anyway: a 403/429 with ``X-RateLimit-Remaining: 0`` waits for the reset;
   ``Retry-After`` is obeyed; a secondary rate limit (403/429 with a message) backs off.
-- 5xx and timeouts are retried with exponential backoff and jitter; 404/410/422 are final.
+- 5xx, timeouts, dropped connections and 2xx bodies that are not JSON (cut short) are retried
+  with exponential backoff and jitter; 404/410/422 are final.
 - At most ``concurrency`` requests are in flight.
 
 Tokens never reach logs or metrics: tokens are labelled ``token-<i>`` by their pool index.
@@ -275,7 +276,8 @@ class GitHubClient:
                 metrics.GITHUB_REQUESTS.labels(endpoint=endpoint, status="timeout").inc()
                 failures = await self._backoff(failures, endpoint, "timeout", exc, url)
                 continue
-            except httpx.TransportError as exc:
+            # DecodingError: a body whose gzip is cut or corrupt, as a dropped connection leaves it
+            except (httpx.TransportError, httpx.DecodingError) as exc:
                 metrics.GITHUB_REQUESTS.labels(endpoint=endpoint, status="error").inc()
                 failures = await self._backoff(failures, endpoint, "connection", exc, url)
                 continue
@@ -291,7 +293,16 @@ class GitHubClient:
                     return GitHubResponse(cached[1], cached[0], True, response.headers)
                 return GitHubResponse(None, send_etag, True, response.headers)
             if 200 <= status < 300:
-                data = orjson.loads(response.content) if response.content else None
+                try:
+                    data = orjson.loads(response.content) if response.content else None
+                except orjson.JSONDecodeError as exc:  # a body cut short: ask again
+                    error = GitHubUnavailable(
+                        f"GET {url}: {status} with malformed JSON: {exc}",
+                        endpoint=endpoint,
+                        status=status,
+                    )
+                    failures = await self._backoff(failures, endpoint, "malformed_json", error, url)
+                    continue
                 new_etag = response.headers.get("etag")
                 if new_etag and etag is None:
                     self._remember(url, new_etag, data)

@@ -1,15 +1,18 @@
 """The processed-PR ledger API: every stage records a PR's transition here.
 
-``swe.ledger`` is compacted and keyed ``owner/repo#number``; its value is the PR's latest
-``LedgerEntry`` (stage reached, status, reason, pipeline version, attempts, timestamps).
+``swe.ledger`` is compacted and keyed ``owner/repo#number@v<N>``; its value is the PR's
+latest ``LedgerEntry`` in pipeline version N (stage reached, status, reason, attempts,
+timestamps). Versions keep separate entries: a replay under N+1 leaves N's decisions alone.
+An entry lives on the partition of ``owner/repo#number`` (the PR's records' partition), not
+where its own key would hash.
 
 A ``LedgerStore`` is where entries are written and looked up ("seen?"):
 
-- ``TableLedgerStore`` in a worker: a Faust table whose changelog *is* ``swe.ledger``. On a
-  partition assignment Faust recovers the table from the topic, and since every PR-level topic
-  is co-partitioned by key, the worker owning a PR's partition is the only writer of its
-  ledger key: the table is always current for the PRs this worker handles.
-- ``SinkLedgerStore`` everywhere else (unit tests, one-shot tools): a dict plus a sink.
+- ``TableLedgerStore`` in a worker: a Faust table whose changelog *is* ``swe.ledger``, written
+  to the partition of the record being processed. Every PR-level topic is co-partitioned by
+  PR key, so that is the PR's partition: on an assignment Faust recovers exactly the entries
+  of the PRs this worker now owns, and it is their only writer.
+- ``SinkLedgerStore`` in unit tests: a dict plus a sink.
 
 Reading it back: ``read_ledger`` (the topic), ``read_pr_file`` / ``write_pr_file`` (a JSONL
 file whose lines swe-forge reads as its ``--pr-file`` and swe-stream restores whole), and
@@ -30,7 +33,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from schemas import LedgerEntry, pr_key
+from schemas import LedgerEntry, ledger_key
 from streams import metrics
 from streams.sinks import RecordSink
 from streams.topics import LEDGER
@@ -90,8 +93,9 @@ def raw_schema() -> Any:
 
 
 def ledger_table(app: Any, partitions: int) -> Any:
-    """The Faust table over ``swe.ledger``; the producer's partitioner places each entry,
-    so the table's writes land where the stages' direct writes would."""
+    """The Faust table over ``swe.ledger``. No partitioner: an entry goes to the partition of
+    the record being processed, i.e. the PR's partition (``ledger_partition``), whatever its
+    versioned key would hash to."""
     changelog = app.topic(
         LEDGER.name,
         key_serializer="raw",
@@ -104,8 +108,10 @@ def ledger_table(app: Any, partitions: int) -> Any:
         "swe-ledger",
         default=None,
         schema=raw_schema(),
+        key_type=bytes,  # the types, not only the schema, choose how recovery decodes
+        value_type=bytes,
         changelog_topic=changelog,
-        use_partitioner=True,
+        use_partitioner=False,
         partitions=partitions,
         help="the processed-PR ledger (swe.ledger), for 'seen?' lookups",
     )
@@ -154,8 +160,9 @@ class Ledger:
         self.clock = clock
 
     def lookup(self, repo: str, number: int) -> LedgerEntry | None:
-        """The PR's latest entry, or None (never seen, or written by an unreadable schema)."""
-        raw = self.store.get(pr_key(repo, number))
+        """The PR's latest entry in this pipeline version, or None (never seen, or written
+        by an unreadable schema)."""
+        raw = self.store.get(ledger_key(repo, number, self.pipeline_version))
         if raw is None:
             return None
         try:
@@ -166,13 +173,7 @@ class Ledger:
     def final_entry(self, repo: str, number: int) -> LedgerEntry | None:
         """The PR's entry if it is final for *this* pipeline version (nothing left to do)."""
         entry = self.lookup(repo, number)
-        if (
-            entry is not None
-            and entry.is_final()
-            and entry.pipeline_version == self.pipeline_version
-        ):
-            return entry
-        return None
+        return entry if entry is not None and entry.is_final() else None
 
     async def record(
         self,
@@ -187,8 +188,6 @@ class Ledger:
         """Write the transition; ``previous`` defaults to the store's current entry."""
         if previous is None:
             previous = self.lookup(repo, number)
-            if previous is not None and previous.pipeline_version != self.pipeline_version:
-                previous = None  # a new pipeline version starts the PR's history afresh
         entry = next_entry(
             repo=repo,
             number=number,
@@ -199,7 +198,7 @@ class Ledger:
             previous=previous,
             now=self.clock(),
         )
-        await self.store.put(entry.key, entry.to_json())
+        await self.store.put(entry.ledger_key, entry.to_json())
         metrics.LEDGER_WRITES.labels(stage=stage, status=status).inc()
         return entry
 
@@ -222,11 +221,27 @@ async def read_ledger(bootstrap: str) -> list[LedgerEntry]:
 
 
 def latest(entries: Iterable[LedgerEntry]) -> dict[str, LedgerEntry]:
-    """The latest entry of each PR (what a compacted topic converges to)."""
+    """The latest entry of each PR in each pipeline version, by ledger key (what the
+    compacted topic converges to)."""
     current: dict[str, LedgerEntry] = {}
     for entry in entries:
-        current[entry.key] = entry
+        current[entry.ledger_key] = entry
     return current
+
+
+def of_version(entries: Iterable[LedgerEntry], pipeline_version: int | None) -> list[LedgerEntry]:
+    """The entries of one pipeline version (all of them for None)."""
+    return [
+        e for e in entries if pipeline_version is None or e.pipeline_version == pipeline_version
+    ]
+
+
+def ledger_partition(entry: LedgerEntry, partitions: int) -> int:
+    """The partition an entry belongs on: the one Kafka's default partitioner gives the PR's
+    own key, where the PR's records are."""
+    from aiokafka.partitioner import murmur2
+
+    return (murmur2(entry.key.encode()) & 0x7FFFFFFF) % partitions
 
 
 def pr_file_line(entry: LedgerEntry) -> str:
@@ -260,12 +275,13 @@ def read_pr_file(
     naming the line."""
     when = now or utcnow()
     entries = []
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
+    # bytes, decoded line by line, so that a line that is not UTF-8 is an error naming it
+    with path.open("rb") as lines:
+        for number, raw in enumerate(lines, 1):
+            if not raw.strip():
                 continue
             try:
-                data = json.loads(line)
+                data = json.loads(raw.decode("utf-8"))
                 if not isinstance(data, dict) or "repo" not in data or "pr" not in data:
                     raise ValueError('expected a JSON object with "repo" and "pr"')
                 fields = {k: v for k, v in data.items() if k not in ("pr",)}
@@ -280,7 +296,8 @@ def read_pr_file(
                         "updated_at": when.isoformat(),
                     }
                 entries.append(LedgerEntry.model_validate(fields))
-            except (ValueError, ValidationError) as exc:
+            # RecursionError: json's decoder recurses once per nesting level
+            except (ValueError, ValidationError, RecursionError) as exc:
                 raise PrFileError(f"{path}:{number}: {exc}") from None
     return entries
 

@@ -6,9 +6,11 @@ are validated with that model. A reply without a tool call, with malformed JSON 
 arguments that fail validation is answered with the error and asked again (at most
 ``llm.max_output_attempts`` replies), then reported as ``LLMOutputError``.
 
-HTTP: 429, 5xx and timeouts are retried with jittered backoff (``Retry-After`` obeyed); other
-4xx are final (``LLMRequestError``). Tokens and cost (``usage``) are counted per model and
-purpose; each purpose (classify, score, testgen, ...) has its own concurrency bound.
+HTTP: 429, 5xx, timeouts, dropped connections and 200s that are not JSON are retried with
+jittered backoff (``Retry-After`` obeyed), each retry counted by reason
+(``swe_stream_llm_retries_total``); other 4xx are final (``LLMRequestError``). Tokens and cost
+(``usage``) are counted per model and purpose; each purpose (classify, score, testgen, ...) has
+its own concurrency bound.
 
 The API key is sent only in the ``Authorization`` header and never logged.
 """
@@ -268,16 +270,21 @@ class LLMClient:
     async def _post(self, body: dict[str, Any], purpose: str) -> dict[str, Any]:
         model = str(body["model"])
         failures = 0
+
+        async def retry(reason: str, error: str, retry_after: float | None = None) -> int:
+            return await self._backoff(failures, retry_after, error, model, purpose, reason)
+
         while True:
             try:
                 response = await self.http.post(self.url, content=orjson.dumps(body))
             except httpx.TimeoutException as exc:
                 metrics.LLM_REQUESTS.labels(model=model, purpose=purpose, status="timeout").inc()
-                failures = await self._backoff(failures, None, f"timeout: {exc}")
+                failures = await retry("timeout", f"timeout: {exc}")
                 continue
-            except httpx.TransportError as exc:
+            # DecodingError: a body whose gzip is cut or corrupt, as a dropped connection leaves it
+            except (httpx.TransportError, httpx.DecodingError) as exc:
                 metrics.LLM_REQUESTS.labels(model=model, purpose=purpose, status="error").inc()
-                failures = await self._backoff(failures, None, f"{type(exc).__name__}: {exc}")
+                failures = await retry("connection", f"{type(exc).__name__}: {exc}")
                 continue
             status = response.status_code
             metrics.LLM_REQUESTS.labels(model=model, purpose=purpose, status=str(status)).inc()
@@ -285,24 +292,35 @@ class LLMClient:
                 try:
                     data = orjson.loads(response.content)
                 except orjson.JSONDecodeError:
-                    failures = await self._backoff(failures, None, "reply is not JSON")
+                    failures = await retry("malformed_json", "reply is not JSON")
                     continue
                 if isinstance(data, dict) and "error" in data and "choices" not in data:
                     # OpenRouter reports upstream failures as 200 + {"error": ...}
-                    failures = await self._backoff(failures, None, f"error: {data['error']}")
+                    failures = await retry("error_in_reply", f"error: {data['error']}")
                     continue
                 return data if isinstance(data, dict) else {}
             if status == 429 or status >= 500:
-                failures = await self._backoff(
-                    failures, _retry_after(response), f"HTTP {status}: {response.text[:200]}"
+                failures = await retry(
+                    f"http_{status}",
+                    f"HTTP {status}: {response.text[:200]}",
+                    _retry_after(response),
                 )
                 continue
             raise LLMRequestError(f"{self.url}: HTTP {status}: {response.text[:300]}")
 
-    async def _backoff(self, failures: int, retry_after: float | None, error: str) -> int:
+    async def _backoff(
+        self,
+        failures: int,
+        retry_after: float | None,
+        error: str,
+        model: str,
+        purpose: str,
+        reason: str,
+    ) -> int:
         failures += 1
         if failures >= self.settings.max_attempts:
             raise LLMRequestError(f"{self.url}: {error} (after {failures} attempts)")
+        metrics.LLM_RETRIES.labels(model=model, purpose=purpose, reason=reason).inc()
         if retry_after is not None:
             # obeyed, but a huge Retry-After must not hold a concurrency slot for hours
             delay = min(retry_after, self.settings.max_retry_after_seconds)

@@ -18,6 +18,12 @@ class LocalServer(ThreadingHTTPServer):
     def __init__(self, handler: type[BaseHTTPRequestHandler], fake: Any) -> None:
         super().__init__(("127.0.0.1", 0), handler)
         self.fake = fake
+        self.requests = 0  # requests its handler counted (tests count calls to a service)
+        self._count_lock = threading.Lock()
+
+    def count_request(self) -> None:
+        with self._count_lock:
+            self.requests += 1
 
     @property
     def base_url(self) -> str:

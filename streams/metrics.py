@@ -113,6 +113,12 @@ LLM_REQUESTS = Counter(
     "LLM chat-completion requests, by model, purpose and HTTP status",
     ["model", "purpose", "status"],
 )
+LLM_RETRIES = Counter(
+    "swe_stream_llm_retries_total",
+    "LLM requests retried, by model, purpose and reason (http_<status> for 429 and 5xx, "
+    "timeout, connection, malformed_json, error_in_reply)",
+    ["model", "purpose", "reason"],
+)
 LLM_TOKENS = Counter(
     "swe_stream_llm_tokens_total",
     "LLM tokens used (from the reply's usage), by model, purpose and kind (prompt/completion)",

@@ -23,6 +23,7 @@ import logging
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from streams.kafka import KafkaProfile, TopicAdmin, detect_profile, read_topic_t
 from streams.ledger import (
     Funnel,
     latest,
+    ledger_partition,
     read_ledger,
     read_pr_file,
     utcnow,
@@ -107,12 +109,18 @@ def _labelled_total(name: str, label: str, value: str) -> float:
 
 
 class StageCounters:
-    """This run's per-stage counts, from the process's own metrics (deltas from the start)."""
+    """This run's per-stage counts, from the process's own metrics (deltas from the start).
 
-    def __init__(self, stages: list[Stage[Any]]):
+    ``inputs`` says how many records were written to each topic the pipeline is fed from
+    outside its stages (ingest's events; a replay's range of its start topic)."""
+
+    def __init__(
+        self, stages: list[Stage[Any]], inputs: dict[str, Callable[[], int]] | None = None
+    ):
         self.stages = stages
         self.base = {s.name: self._read(s.name) for s in stages}
         self.published_base = _sample("swe_stream_ingest_pull_request_events_total")
+        self.inputs = inputs if inputs is not None else {PULL_REQUEST_EVENTS.name: self.published}
 
     @staticmethod
     def _read(stage: str) -> dict[str, float]:
@@ -123,6 +131,11 @@ class StageCounters:
             "rejected": _labelled_total("swe_stream_stage_records_rejected_total", "stage", stage),
             "failed": _labelled_total("swe_stream_stage_records_failed_total", "stage", stage),
             "skipped": _labelled_total("swe_stream_stage_records_skipped_total", "stage", stage),
+            "other_version": _sample(
+                "swe_stream_stage_records_skipped_total",
+                stage=stage,
+                reason="other_pipeline_version",
+            ),
         }
 
     def now(self) -> dict[str, dict[str, int]]:
@@ -136,23 +149,29 @@ class StageCounters:
         return int(_sample("swe_stream_ingest_pull_request_events_total") - self.published_base)
 
     def pending(self) -> int:
-        """Records written to a stage's input in this run that it has not finished."""
+        """Records written to a stage's input in this run that it has not finished. Another
+        pipeline version's records, which a stage only skips, do not count as finished work
+        (a version running beside this one would otherwise hide this one's pending records)."""
         counts = self.now()
-        written: dict[str, int] = {PULL_REQUEST_EVENTS.name: self.published()}
+        written: dict[str, int] = {topic: count() for topic, count in self.inputs.items()}
         for stage in self.stages:
             if stage.output is not None:
                 written[stage.output.name] = (
                     written.get(stage.output.name, 0) + counts[stage.name]["out"]
                 )
         return sum(
-            max(0, written.get(stage.source.name, 0) - counts[stage.name]["done"])
+            max(
+                0,
+                written.get(stage.source.name, 0)
+                - (counts[stage.name]["done"] - counts[stage.name]["other_version"]),
+            )
             for stage in self.stages
         )
 
 
 async def restore_ledger(bootstrap: str, profile: KafkaProfile, entries: list[LedgerEntry]) -> int:
-    """Write ``entries`` to ``swe.ledger`` (keyed by PR, with the default partitioner, as the
-    workers' ledger table places its writes), so the table recovers them."""
+    """Write ``entries`` to ``swe.ledger``, each on its PR's partition (where the workers'
+    ledger table writes it and recovers it from)."""
     if not entries:
         return 0
     from aiokafka import AIOKafkaProducer
@@ -160,16 +179,22 @@ async def restore_ledger(bootstrap: str, profile: KafkaProfile, entries: list[Le
     producer = AIOKafkaProducer(**profile.producer_config(), linger_ms=5)
     await producer.start()
     try:
-        sent = [await producer.send(LEDGER.name, e.to_json(), e.key.encode()) for e in entries]
-        placed = await asyncio.gather(*sent)
-        last = {meta.partition: entry for entry, meta in zip(entries, placed, strict=True)}
+        partitions = len(await producer.partitions_for(LEDGER.name))
+        last: dict[int, LedgerEntry] = {}
+        sent = []
+        for entry in entries:
+            partition = ledger_partition(entry, partitions)
+            last[partition] = entry
+            key = entry.ledger_key.encode()
+            sent.append(await producer.send(LEDGER.name, entry.to_json(), key, partition=partition))
+        await asyncio.gather(*sent)
         # The embedded broker reports a partition's end as the base offset of its last batch,
         # so a table recovering from swe.ledger would stop short of that batch: end each
         # partition with a batch of one record repeating its last entry (a no-op for the
         # table), and every entry lies before the reported end.
         for partition, entry in last.items():
             await producer.send_and_wait(
-                LEDGER.name, entry.to_json(), entry.key.encode(), partition=partition
+                LEDGER.name, entry.to_json(), entry.ledger_key.encode(), partition=partition
             )
     finally:
         await producer.stop()
@@ -271,7 +296,7 @@ async def run_pipeline(
     hours: list[HourReport] = []
     await app.start()
     try:
-        await _joined(app, plan.join_timeout_seconds)
+        await joined(app, plan.join_timeout_seconds)
         ingest = asyncio.create_task(
             ingest_hours(
                 plan.selection,
@@ -339,7 +364,7 @@ async def run_pipeline(
     )
 
 
-async def _joined(app: Any, timeout: float) -> None:
+async def joined(app: Any, timeout: float) -> None:
     """Wait until the consumer group has given this process its partitions."""
     deadline = time.monotonic() + timeout
     while not app.consumer.assignment() or app.rebalancing:

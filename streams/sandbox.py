@@ -3,7 +3,15 @@
 ``Sandbox`` starts one long-lived container from an image (``sleep infinity`` as PID 1) and
 runs each step with ``docker exec`` under ``timeout -s KILL``, so a validation of several test
 runs pays for one container start. Files go in with ``put_archive``. The container is removed
-when the ``with`` block ends, whatever happened.
+when the ``with`` block ends, whatever happened. Nothing it prints is logged by Docker (a
+command writing to ``/proc/1/fd/1`` would otherwise fill the host's disk with the log).
+
+A container's own layer has no disk quota on most engines (overlay2's ``--storage-opt size``
+needs xfs with project quotas), and ``ulimit -f`` bounds each file, not how many: ``fallocate``
+takes gigabytes of the host's disk a millisecond. So for code that must not be trusted with
+the host's disk (``Limits.writable_mb``: the harness's agents and graders) the root filesystem
+is read-only and the places a command may write are tmpfs filled from the image: memory,
+charged to the container's memory limit.
 
 Blocking (the Docker SDK is synchronous): callers in the event loop use ``asyncio.to_thread``.
 """
@@ -12,10 +20,13 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import re
 import shlex
+import socket
 import tarfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -26,18 +37,72 @@ log = logging.getLogger("swe_stream.sandbox")
 
 KILLED = 137  # 128 + SIGKILL: what `timeout -s KILL` makes the command exit with
 LABEL = "org.swe-stream.sandbox"  # on every sandbox container
+# host:pid:start-time of the process that made the container: a process killed before it
+# could remove its containers (SIGKILL, OOM, power loss) leaves them running `sleep
+# infinity`; the next process on the host finds them by this label and removes them
+OWNER_LABEL = "org.swe-stream.owner"
+# where a command may write when the root filesystem is read-only (besides the working dir)
+WRITABLE = ("/tmp", "/var/tmp", "/root", "/run")
+
+
+def _process_start(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22), which
+    tells a live process from a later one that reused its pid; None if there is none."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def owner_label() -> str:
+    """This process as a container owner: ``host:pid:start``."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{_process_start(pid) or '-'}"
+
+
+def listed_containers(client: Any, label: str) -> list[dict[str, Any]]:
+    """Containers (any state) carrying ``label`` (``name`` or ``name=value``), as the engine
+    lists them. The low-level list: the high-level one inspects each container it lists, and
+    one that another process removes in between would fail the whole listing."""
+    containers: list[dict[str, Any]] = client.api.containers(all=True, filters={"label": label})
+    return containers
+
+
+def _remove(client: Any, container_id: str) -> bool:
+    import docker.errors
+
+    try:
+        client.api.remove_container(container_id, force=True)
+        return True
+    except docker.errors.NotFound:  # removed meanwhile by someone else
+        return False
+    except docker.errors.APIError as error:  # e.g. removal already in progress
+        log.debug("could not remove container %s: %s", container_id[:12], error)
+        return False
+
+
+def remove_orphans(client: Any) -> int:
+    """Remove the sandbox containers that processes of this host which no longer run left
+    behind; containers of live processes and of other hosts are left alone."""
+    removed = 0
+    host = socket.gethostname()
+    for container in listed_containers(client, OWNER_LABEL):
+        owner = (container.get("Labels") or {}).get(OWNER_LABEL, "")
+        owner_host, pid, start = [*owner.split(":"), "", "", ""][:3]
+        if owner_host != host or not pid.isdigit():
+            continue
+        if start != "-" and _process_start(int(pid)) == start:
+            continue  # its owner is alive: still in use
+        removed += _remove(client, container["Id"])
+    if removed:
+        log.warning("removed %d sandbox container(s) left by processes that died", removed)
+    return removed
 
 
 def remove_labelled(client: Any, label: str, value: str) -> int:
     """Remove every container carrying ``label=value`` (what an interrupted run left)."""
-    removed = 0
-    for container in client.containers.list(all=True, filters={"label": f"{label}={value}"}):
-        try:
-            container.remove(force=True)
-            removed += 1
-        except Exception as error:  # already gone
-            log.warning("could not remove container %s: %s", container.id[:12], error)
-    return removed
+    return sum(_remove(client, c["Id"]) for c in listed_containers(client, f"{label}={value}"))
 
 
 @dataclass(frozen=True)
@@ -48,6 +113,11 @@ class Limits:
     cpus: float = 2.0
     pids: int = 512
     network: bool = False
+    # None: the container writes to its image layer, on the host's disk (`ulimit -f` bounds
+    # each file, not their number). A size: the root filesystem is read-only and the working
+    # directory and WRITABLE are tmpfs of this many MB each, filled from the image; what is
+    # written there is memory charged to `memory_mb`, so the host's disk never sees it.
+    writable_mb: int | None = None
 
     @classmethod
     def from_settings(cls, docker: DockerSettings) -> Limits:
@@ -112,19 +182,31 @@ class Sandbox:
         self.environment = environment or {}
         self.name = name
         self.mounts = mounts or {}  # host directory -> container path, read-only
-        self.keep = keep  # leave the container for inspection (it is stopped, not removed)
-        self.labels = {LABEL: "1", **(labels or {})}
+        # leave the container for inspection: stopped, not removed (left running when its
+        # files are tmpfs, which a stop would empty)
+        self.keep = keep
+        self.labels = {LABEL: "1", OWNER_LABEL: owner_label(), **(labels or {})}
         self.container: Any = None
 
     @property
     def container_id(self) -> str | None:
         return str(self.container.id) if self.container is not None else None
 
+    @property
+    def read_only(self) -> bool:
+        return self.limits.writable_mb is not None
+
+    def _writable(self) -> list[str]:
+        return list(dict.fromkeys(p for p in (self.workdir, *WRITABLE) if p.strip("/")))
+
     def __enter__(self) -> Sandbox:
-        self.container = self.client.containers.run(
+        options: dict[str, Any] = {}
+        if self.read_only:
+            size = f"rw,exec,nosuid,nodev,size={self.limits.writable_mb}m"
+            options = {"read_only": True, "tmpfs": dict.fromkeys(self._writable(), size)}
+        self.container = self.client.containers.create(
             self.image,
             ["sleep", "infinity"],
-            detach=True,
             name=self.name,
             working_dir=self.workdir,
             environment=self.environment,
@@ -136,8 +218,63 @@ class Sandbox:
             labels=self.labels,
             init=True,  # reaps what the tests leave behind
             volumes={host: {"bind": inside, "mode": "ro"} for host, inside in self.mounts.items()},
+            log_config={"type": "none"},  # what it prints to PID 1's output: never on disk
+            **options,
         )
+        try:
+            self.container.start()
+            if self.read_only:
+                self._fill_from_image()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
         return self
+
+    def _fill_from_image(self) -> None:
+        """The image's files of each tmpfs place (hidden by the mount), copied into it."""
+        import docker.errors
+
+        source = self.client.containers.create(
+            self.image,
+            ["true"],
+            labels=self.labels,
+            network_mode="none",
+            log_config={"type": "none"},
+        )
+        try:
+            for path in self._writable():
+                try:
+                    chunks, _ = source.get_archive(path)
+                except docker.errors.NotFound:  # not in the image: the mount is all there is
+                    continue
+                self._extract(chunks, path.rsplit("/", 1)[0] or "/")
+        finally:
+            source.remove(force=True)
+
+    def _extract(self, chunks: Iterable[bytes], directory: str) -> None:
+        """Untar ``chunks`` into ``directory`` with ``tar`` inside the container, fed through
+        the exec's stdin (``put_archive`` refuses a read-only root filesystem)."""
+        api = self.client.api
+        exec_id = api.exec_create(
+            self.container.id, ["tar", "-x", "-p", "-C", directory], stdin=True
+        )["Id"]
+        stream = api.exec_start(exec_id, socket=True)
+        raw = getattr(stream, "_sock", stream)
+        output = b""
+        try:
+            for chunk in chunks:
+                raw.sendall(chunk)
+            raw.shutdown(socket.SHUT_WR)
+            while data := raw.recv(1 << 16):
+                output = (output + data)[-4096:]
+        finally:
+            stream.close()
+        deadline = time.monotonic() + 60
+        while (state := api.exec_inspect(exec_id))["Running"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if state["ExitCode"] != 0:
+            text = output.decode("utf-8", errors="replace")[-2000:]
+            raise RuntimeError(f"could not copy files into the sandbox at {directory}: {text}")
 
     def __exit__(
         self,
@@ -147,9 +284,9 @@ class Sandbox:
     ) -> None:
         if self.container is not None:
             try:
-                if self.keep:
+                if self.keep and not self.read_only:
                     self.container.stop(timeout=1)
-                else:
+                elif not self.keep:
                     self.container.remove(force=True)
             except Exception as error:  # the engine may already have removed it
                 log.warning("could not remove sandbox container: %s", error)
@@ -167,7 +304,9 @@ class Sandbox:
             info.mtime = int(time.time())
             tar.addfile(info, io.BytesIO(payload))
         self.run(f"mkdir -p {directory or '/'}", timeout=30)
-        if not self.container.put_archive(directory or "/", buffer.getvalue()):
+        if self.read_only:
+            self._extract([buffer.getvalue()], directory or "/")
+        elif not self.container.put_archive(directory or "/", buffer.getvalue()):
             raise RuntimeError(f"could not copy {path} into the sandbox")
 
     def run(
@@ -185,11 +324,12 @@ class Sandbox:
         first and last halves around a ``[... N bytes cut ...]`` line; no file the command
         writes may grow past ``file_limit`` bytes."""
         started = time.monotonic()
+        seconds_limit = f"{max(1.0, timeout):.0f}"
         timed = _WRAPPER.format(
             limit=output_limit,
             half=output_limit // 2,
             file_kib=max(1, file_limit >> 10),
-            seconds=f"{max(1.0, timeout):.0f}",
+            seconds=seconds_limit,
             command=shlex.quote(command),
             timing=_TIMING,
         )
@@ -204,6 +344,6 @@ class Sandbox:
         inner = int(match[1]) / 1e9 if match else seconds
         if match:
             stdout = stdout[: match.start()].rstrip("\n") + "\n"
-        return ExecResult(
-            int(code), stdout + stderr, seconds, code == KILLED, inner, stdout, stderr
-        )
+        # SIGKILL before the time limit is not the timeout: the memory limit's OOM killer, say
+        timed_out = code == KILLED and inner >= float(seconds_limit) - 0.05
+        return ExecResult(int(code), stdout + stderr, seconds, timed_out, inner, stdout, stderr)

@@ -118,6 +118,12 @@ class WorkerSettings(Section):
 class GHArchiveSettings(Section):
     base_url: str = "https://data.gharchive.org"
     concurrency: int = Field(8, ge=1, le=64, description="hours fetched at once")
+    order_buffer_mb: int = Field(
+        256,
+        ge=1,
+        description="records an hour holds while an earlier hour is still publishing (hours "
+        "publish in order, so a PR's events reach the topic in time order)",
+    )
     poll_seconds: float = Field(60.0, gt=0, description="--follow: wait between checks")
     max_attempts: int = Field(5, ge=1, description="download attempts per hour")
     timeout_seconds: float = Field(60.0, gt=0)
@@ -216,6 +222,14 @@ class ClassifySettings(Section):
     difficulties: StrList = Field(
         default_factory=list, description="keep only these (easy, medium, hard); empty = all"
     )
+    min_score: float = Field(0.0, ge=0, le=1, description="PRs scoring below are rejected")
+    max_score: float = Field(1.0, ge=0, le=1, description="PRs scoring above are rejected")
+
+    @model_validator(mode="after")
+    def _ordered_scores(self) -> ClassifySettings:
+        if self.min_score > self.max_score:
+            raise ValueError(f"min_score {self.min_score} is above max_score {self.max_score}")
+        return self
 
     @field_validator("difficulties")
     @classmethod
@@ -258,7 +272,9 @@ class ValidateSettings(Section):
 
 class ExportSettings(Section):
     output_dir: Path = Field(
-        Path("generated-swe"), description="task directories (owner-repo-N/) and dataset.jsonl"
+        Path("generated-swe"),
+        description="task directories (owner-repo-N/) and dataset.jsonl of pipeline version 1; "
+        "version N writes beside it, to <output_dir>-vN",
     )
 
 
@@ -358,6 +374,17 @@ class Settings(BaseSettings):
     export: ExportSettings = ExportSettings()
     harness: HarnessSettings = HarnessSettings()
 
+    @property
+    def export_dir(self) -> Path:
+        """Where this pipeline version exports: ``export.output_dir`` for version 1 and
+        ``<output_dir>-v<N>`` for version N, so re-processing under a new version never
+        touches an older version's dataset."""
+        base = self.export.output_dir
+        if self.pipeline_version == 1:
+            return base
+        resolved = base.resolve()
+        return resolved.with_name(f"{resolved.name}-v{self.pipeline_version}")
+
     @model_validator(mode="after")
     def _group_per_version(self) -> Settings:
         if not self.worker.app_id:
@@ -391,14 +418,43 @@ class ConfigFileError(ValueError):
     """The YAML config file is missing, unreadable or not a mapping."""
 
 
+# A settings file or a workspace.yaml holds at most thousands of values (test lists).
+MAX_YAML_VALUES = 1_000_000
+
+
+def safe_load_yaml(text: str, max_values: int = MAX_YAML_VALUES) -> Any:
+    """``yaml.safe_load`` (tags never construct objects), but a ValueError for a document nested
+    too deeply for the parser or whose aliases expand to more than ``max_values`` values (a
+    "billion laughs"): aliases share one object, so loading one is instant, but whatever walks
+    the result (validation, the repr in an error message) would take hours."""
+    try:
+        data = yaml.safe_load(text)
+    except RecursionError:
+        raise ValueError("YAML nested too deeply to parse") from None
+    pending, seen = [data], 0
+    while pending:
+        item = pending.pop()
+        seen += 1
+        if seen > max_values:
+            raise ValueError(f"YAML expands to more than {max_values} values (alias bomb?)")
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return data
+
+
 def read_yaml_config(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigFileError(f"cannot read config file {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigFileError(f"config file {path} is not UTF-8 text: {exc}") from None
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        data = safe_load_yaml(text)
+    except (yaml.YAMLError, ValueError) as exc:
         raise ConfigFileError(f"config file {path} is not valid YAML: {exc}") from exc
     if data is None:
         return {}

@@ -80,6 +80,9 @@ class Stage(Generic[In]):
     # topic from the start); True for a stage fed from outside the pipeline (raw events,
     # harness requests), whose input any version may consume
     any_version: bool = False
+    # replay --until-time: input records stamped at or after this (ms since the epoch) are
+    # skipped, counted as after_until_time
+    until_ms: int | None = None
 
 
 def record_key(record: Record) -> bytes | None:
@@ -104,14 +107,25 @@ class StageRunner(Generic[In]):
         self.ledger = ledger or Ledger(SinkLedgerStore(sink), pipeline_version)
 
     async def process(
-        self, key: bytes | None, value: bytes, partition: int, offset: int, attempt: int = 1
+        self,
+        key: bytes | None,
+        value: bytes,
+        partition: int,
+        offset: int,
+        attempt: int = 1,
+        timestamp_ms: int | None = None,
     ) -> Outcome | None:
         """Handle one record; returns the outcome, or None when it went to the DLQ.
-        ``attempt``: 1, or one more than the dead letter a ``dlq replay`` sent it back from."""
+        ``attempt``: 1, or one more than the dead letter a ``dlq replay`` sent it back from;
+        ``timestamp_ms``: the record's Kafka timestamp (checked against ``until_ms``)."""
         stage = self.stage.name
         metrics.STAGE_RECORDS_IN.labels(stage=stage).inc()
         started = time.perf_counter()
         try:
+            until = self.stage.until_ms
+            if until is not None and timestamp_ms is not None and timestamp_ms >= until:
+                metrics.STAGE_RECORDS_SKIPPED.labels(stage=stage, reason="after_until_time").inc()
+                return Outcome()
             try:
                 record = self.stage.source.value_model.from_json(value)
             except ValidationError as exc:
@@ -205,7 +219,15 @@ def register_stage(app: Any, stage: Stage[Any], ledger: Ledger) -> Any:
         async for event in stream.events():
             message = event.message
             attempt = replay_attempt(event.headers)
-            await runner.process(event.key, event.value, message.partition, message.offset, attempt)
+            timestamp = message.timestamp  # seconds, as Faust gives it
+            await runner.process(
+                event.key,
+                event.value,
+                message.partition,
+                message.offset,
+                attempt,
+                timestamp_ms=round(timestamp * 1000) if timestamp is not None else None,
+            )
 
     run_stage.__name__ = run_stage.__qualname__ = stage.name.replace("-", "_").replace(".", "_")
     return app.agent(channel, name=stage.name, concurrency=stage.concurrency)(run_stage)

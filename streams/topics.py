@@ -154,7 +154,8 @@ HARNESS_RESULTS = TopicSpec(
 LEDGER = TopicSpec(
     "swe.ledger",
     LedgerEntry,
-    "processed-PR ledger: each PR's latest stage, status and reason",
+    "processed-PR ledger: each PR's latest stage, status and reason, per pipeline version",
+    key=f"{PR_KEY}@v<pipeline_version> (on the partition of {PR_KEY})",
     configs=COMPACT,
 )
 

@@ -83,10 +83,10 @@ def pipeline_stages(settings: Settings, resources: StageResources) -> list[Stage
         extract_stage(settings.extract, repos, settings.pipeline_version),
         validate_stage(validator),
         score_stage(settings.score, llm, settings.pipeline_version),
-        export_stage(settings.export.output_dir, settings.pipeline_version),
+        export_stage(settings.export_dir, settings.pipeline_version),
         *harness_stages(
             settings.harness,
-            settings.harness.tasks_dir or settings.export.output_dir,
+            settings.harness.tasks_dir or settings.export_dir,
             validator,
             limits,
             settings.pipeline_version,

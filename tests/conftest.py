@@ -6,6 +6,7 @@ engine is a test *error* there, so a broken CI machine can never look green.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -63,6 +64,37 @@ def base_image(docker_client: Any) -> str:
     except docker.errors.ImageNotFound:
         unavailable(f"base image {BASE_IMAGE} is missing: run `swe-stream images base`")
     return BASE_IMAGE
+
+
+@pytest.fixture(scope="session")
+def enriched_235(fixtures_dir: Path) -> Any:
+    """sigmavirus24/github3.py#235 as enrich makes it from the decoded recordings."""
+    from agents.enrich import changed_files, repository_info
+    from schemas import EnrichedPullRequest
+
+    decoded = fixtures_dir / "github_api" / "decoded"
+    pr = json.loads((decoded / "pulls_235.json").read_text(encoding="utf-8"))
+    files = json.loads((decoded / "pulls_235_files.json").read_text(encoding="utf-8"))
+    repo = json.loads((decoded / "repos_sigmavirus24_github3.py.json").read_text(encoding="utf-8"))
+    return EnrichedPullRequest(
+        pipeline_version=1,
+        repo=repo["full_name"],
+        number=pr["number"],
+        title=pr["title"],
+        body=pr["body"],
+        merged_at=pr["merged_at"],
+        merge_commit_sha=pr["merge_commit_sha"],
+        base_sha=pr["base"]["sha"],
+        base_ref=pr["base"]["ref"],
+        additions=pr["additions"],
+        deletions=pr["deletions"],
+        changed_files=pr["changed_files"],
+        files=changed_files(files),
+        repo_info=repository_info(repo),
+        problem_statement=f"{pr['title']}\n{pr['body']}",
+        created_at=pr["created_at"],
+        author_login=pr["user"]["login"],
+    )
 
 
 SWE_STREAM = str(Path(sys.executable).with_name("swe-stream"))

@@ -9,6 +9,14 @@ It loads the betamax cassettes in ``fixtures/github_api/recorded/`` and answers 
     github_server.fail("/repos/o/r/pulls/1", status=500, times=2)
     github_server.rate_limit("/repos/o/r/pulls/1", reset_in=3)   # 403, X-RateLimit-Remaining: 0
     github_server.delay("/repos/o/r/pulls/1", seconds=2)         # slower than the client's timeout
+    github_server.chaos(rate=0.2, seed=7)   # 20% of all requests fail, each in one of FAULTS
+
+Chaos (``tests.chaos``) draws per request, from the seed, the route and how often the route was
+asked: ``http_5xx`` (500 / 502 / 503), ``timeout`` (no answer for ``delay`` s, longer than the
+client's timeout), ``rate_limit`` (403, ``X-RateLimit-Remaining: 0``, reset ``reset_in`` s
+ahead), ``secondary_rate_limit`` (403 with ``Retry-After``), ``drop`` (the connection closed
+without an answer) and ``malformed_json`` (200 with a body cut short). Scripted faults come
+first; ``.chaos(...).injected`` counts what was injected, per kind.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import pytest
 from agents.linked_issues import parse_linked_issues
 from schemas import RawPullRequestEvent
 from streams.local_http import LocalServer, running
+from tests.chaos import Chaos
 
 # hop-by-hop or recomputed: never replayed from the recording
 _SKIPPED_HEADERS = {"content-length", "transfer-encoding", "connection", "keep-alive"}
@@ -73,6 +82,24 @@ class _Fault:
     seconds: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
+
+
+# the faults chaos injects (see the module's docstring)
+FAULTS = (
+    "http_5xx",
+    "timeout",
+    "rate_limit",
+    "secondary_rate_limit",
+    "drop",
+    "malformed_json",
+)
+
+
+@dataclass(frozen=True)
+class _ChaosTiming:
+    delay: float  # "timeout": seconds before the connection is closed unanswered
+    reset_in: float  # "rate_limit": the reset is this far ahead
+    retry_after: int  # "secondary_rate_limit": Retry-After, in whole seconds as GitHub sends
 
 
 def load_cassettes(directory: Path) -> dict[str, Answer]:
@@ -125,6 +152,7 @@ class FakeGitHub:
         self.requests: list[SeenRequest] = []
         self.base_url = ""  # set once listening
         self._faults: dict[str, list[_Fault]] = {}
+        self._chaos: tuple[Chaos, _ChaosTiming] | None = None
         self._lock = threading.Lock()
 
     # routes ---------------------------------------------------------------------------------
@@ -190,6 +218,31 @@ class FakeGitHub:
     def delay(self, path: str, *, seconds: float, times: int = 1) -> None:
         self._add_fault(path, _Fault("delay", times, seconds=seconds))
 
+    def chaos(
+        self,
+        rate: float = 0.2,
+        seed: int = 0,
+        *,
+        kinds: tuple[str, ...] = FAULTS,
+        delay: float = 2.0,
+        reset_in: float = 1.0,
+        retry_after: int = 1,
+    ) -> Chaos:
+        """From now on fail ``rate`` of the requests at random (see the module docstring);
+        returns the ``Chaos`` whose ``injected`` counts the faults per kind."""
+        unknown = sorted(set(kinds) - set(FAULTS))
+        if unknown:
+            raise ValueError(f"unknown fault kinds {unknown}; known: {FAULTS}")
+        chaos = Chaos(rate, seed, tuple(kinds))
+        with self._lock:
+            self._chaos = (chaos, _ChaosTiming(delay, reset_in, retry_after))
+        return chaos
+
+    def calm(self) -> None:
+        """No more chaos (scripted faults stay)."""
+        with self._lock:
+            self._chaos = None
+
     # inspection -------------------------------------------------------------------------------
 
     def requests_for(self, path: str) -> list[SeenRequest]:
@@ -212,6 +265,14 @@ class FakeGitHub:
     def _seen(self, request: SeenRequest) -> None:
         with self._lock:
             self.requests.append(request)
+
+    def _chaos_fault(self, key: str) -> tuple[str, Any, _ChaosTiming] | None:
+        with self._lock:
+            chaos = self._chaos
+        if chaos is None:
+            return None
+        kind, rng = chaos[0].draw(key)
+        return (kind, rng, chaos[1]) if kind is not None else None
 
     def _route(self, key: str) -> Answer | None:
         with self._lock:
@@ -281,6 +342,9 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             )
             return
+        elif (chaotic := fake._chaos_fault(key)) is not None:
+            self._chaos(*chaotic)
+            return
         answer = fake._route(key)
         if answer is None:
             body = json.dumps(
@@ -298,6 +362,42 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(Answer(304, kept))
             return
         self._send(answer)
+
+    def _chaos(self, kind: str, rng: Any, timing: _ChaosTiming) -> None:
+        json_type = ("Content-Type", "application/json; charset=utf-8")
+        if kind in ("timeout", "drop"):
+            if kind == "timeout":
+                time.sleep(timing.delay)  # the client gives up first
+            self.close_connection = True  # hang up without a word
+            return
+        if kind == "http_5xx":
+            status = rng.choice([500, 502, 503])
+            body = json.dumps({"message": f"injected {status}"}).encode()
+            self._send(Answer(status, [json_type], body))
+        elif kind == "rate_limit":
+            reset_at = int(time.time() + timing.reset_in + 0.999)
+            headers = [
+                json_type,
+                ("X-RateLimit-Limit", "5000"),
+                ("X-RateLimit-Remaining", "0"),
+                ("X-RateLimit-Reset", str(reset_at)),
+                ("X-RateLimit-Resource", "core"),
+            ]
+            body = json.dumps({"message": "API rate limit exceeded for user ID 1."}).encode()
+            self._send(Answer(403, headers, body))
+        elif kind == "secondary_rate_limit":
+            message = (
+                "You have exceeded a secondary rate limit. Please wait a few minutes before "
+                "you try again."
+            )
+            headers = [json_type, ("Retry-After", str(timing.retry_after))]
+            self._send(Answer(403, headers, json.dumps({"message": message}).encode()))
+        elif kind == "malformed_json":
+            # a 200 whose body was cut short (a proxy or the network lost the rest)
+            headers = [json_type, ("X-RateLimit-Remaining", "4999")]
+            self._send(Answer(200, headers, b'{"id": 1, "number": 1, "title": "cut sh'))
+        else:
+            raise AssertionError(f"unknown fault {kind}")
 
     def _send(self, answer: Answer) -> None:
         self.send_response(answer.status)

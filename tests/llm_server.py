@@ -10,10 +10,22 @@ are answered first in, first out, and read what was asked (``requests``)::
     llm_server.reply_status(429, headers={"Retry-After": "1"})    # or 500, 400, ...
     llm_server.reply_delay(2.0)                                   # the next reply comes late
     llm_server.default = lambda body: tool_call_reply("verdict", {...})  # once the script is out
+    llm_server.answer_tools()           # default: a valid call of the requested tool, computed
+    llm_server.chaos(rate=0.2, seed=7)  # 20% of the requests fail, each in one of FAULTS
 
-With the script empty and no ``default``, the answer is ``500 script exhausted``. Replies have
-the shape of real OpenAI / OpenRouter ones (``gen-`` ids, ``call_`` ids, ``model`` echoed from
-the request, ``usage`` with an optional OpenRouter ``cost``).
+With the script empty and no ``default``, the answer is ``500 script exhausted``.
+``answer_tools`` makes the endpoint serve any number of PRs: each request gets a valid call of
+its tool (``classify_difficulty``, ``score_task``) whose arguments are computed from the first
+user message, so the same PR always gets the same answer. Chaos (``tests.chaos``) draws per
+request, from the seed, a hash of its messages and how often they were sent: ``http_5xx``
+(500 / 502 / 503), ``rate_limit`` (429 with ``Retry-After``), ``timeout`` (no answer for
+``delay`` s, longer than the client's timeout), ``drop`` (the connection closed without an
+answer), ``malformed_json`` (a 200 whose body is cut short) and ``bad_arguments`` (a tool call
+whose arguments are malformed JSON, which the client must ask again); a faulty answer leaves
+the script untouched.
+
+Replies have the shape of real OpenAI / OpenRouter ones (``gen-`` ids, ``call_`` ids, ``model``
+echoed from the request, ``usage`` with an optional OpenRouter ``cost``).
 
 Like the real endpoints, the server checks the request first (``strict``, on by default): a
 ``tool`` message must answer a ``tool_call_id`` of the assistant message before it, every
@@ -25,6 +37,7 @@ untouched).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import secrets
 import threading
@@ -37,9 +50,11 @@ from typing import Any
 import pytest
 
 from streams.local_http import LocalServer, running
+from tests.chaos import Chaos
 
 CHAT_PATH = "/v1/chat/completions"
 ROLES = {"system", "developer", "user", "assistant", "tool"}
+FAULTS = ("http_5xx", "rate_limit", "timeout", "drop", "malformed_json", "bad_arguments")
 
 
 @dataclass(frozen=True)
@@ -243,6 +258,81 @@ def check_request(body: Any) -> str | None:
     return None
 
 
+# what the prompts ask for: swe-forge's score band per difficulty (classify_difficulty)
+BANDS = {"easy": (0.1, 0.35), "medium": (0.4, 0.65), "hard": (0.7, 1.0)}
+LEVELS = ("easy", "medium", "hard")
+
+
+def _classify_arguments(digest: int) -> dict[str, Any]:
+    level = LEVELS[digest % 3]
+    low, high = BANDS[level]
+    score = round(low + (high - low) * ((digest >> 8) % 1000) / 999, 3)
+    return {"classification": level, "score": score, "reasoning": f"computed {digest % 10**6}"}
+
+
+def _score_arguments(digest: int) -> dict[str, Any]:
+    score = round(((digest >> 8) % 1000) / 999, 3)
+    return {"classification": LEVELS[digest % 3], "score": score, "reasoning": "computed"}
+
+
+TOOL_ANSWERS: dict[str, Callable[[int], dict[str, Any]]] = {
+    "classify_difficulty": _classify_arguments,
+    "score_task": _score_arguments,
+}
+
+
+def first_user_message(body: Any) -> str:
+    messages = body.get("messages") if isinstance(body, dict) else None
+    for message in messages if isinstance(messages, list) else []:
+        if isinstance(message, dict) and message.get("role") == "user":
+            return str(message.get("content") or "")
+    return ""
+
+
+def requested_tool(body: Any) -> str:
+    tools = body.get("tools") if isinstance(body, dict) else None
+    if isinstance(tools, list) and tools and isinstance(tools[0], dict):
+        return str((tools[0].get("function") or {}).get("name") or "")
+    return ""
+
+
+def computed_tool_call(body: Any) -> Reply:
+    """A valid call of the request's tool, its arguments a function of the first user message
+    (the PR the prompt describes): the same PR always gets the same answer."""
+    name = requested_tool(body)
+    answer = TOOL_ANSWERS.get(name)
+    if answer is None:
+        return status_reply(500, body=error_body(500, f"no computed answer for tool {name!r}"))
+    digest = int(hashlib.sha256(first_user_message(body).encode()).hexdigest(), 16)
+    return tool_call_reply(name, answer(digest))
+
+
+def chaos_reply(kind: str, rng: Any, body: Any, retry_after: float) -> Reply:
+    """The faulty answer for ``kind`` (``timeout`` and ``drop`` are the handler's)."""
+    if kind == "http_5xx":
+        status = rng.choice([500, 502, 503])
+        return status_reply(status, body=error_body(status, f"injected {status}", "server_error"))
+    if kind == "rate_limit":
+        return status_reply(
+            429,
+            headers={"Retry-After": f"{retry_after:g}"},
+            body=error_body(429, "Rate limit exceeded: injected", "rate_limit_exceeded"),
+        )
+    if kind == "malformed_json":
+        return Reply(body=b'{"id": "gen-cut", "object": "chat.completion", "choices": [{"ind')
+    if kind == "bad_arguments":
+        return tool_call_reply(requested_tool(body) or "unknown", '{"classification": "easy", "sc')
+    raise AssertionError(f"unknown fault {kind}")
+
+
+def _without_ids(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_ids(v) for k, v in value.items() if k not in ("id", "tool_call_id")}
+    if isinstance(value, list):
+        return [_without_ids(v) for v in value]
+    return value
+
+
 class FakeLLM:
     """State of the fake endpoint (thread-safe): the script, the default, what it saw."""
 
@@ -254,6 +344,7 @@ class FakeLLM:
         self.in_flight = 0
         self.max_in_flight = 0
         self._script: list[Reply | float] = []  # a float: a delay for the reply after it
+        self._chaos: tuple[Chaos, float, float] | None = None  # chaos, delay, retry_after
         self._lock = threading.Lock()
 
     # the script ---------------------------------------------------------------------------
@@ -299,6 +390,34 @@ class FakeLLM:
         with self._lock:
             self._script.append(float(seconds))
 
+    def answer_tools(self) -> None:
+        """Once the script is out, answer every request with a valid call of its tool
+        (``computed_tool_call``): one endpoint for any number of PRs."""
+        self.default = computed_tool_call
+
+    def chaos(
+        self,
+        rate: float = 0.2,
+        seed: int = 0,
+        *,
+        kinds: tuple[str, ...] = FAULTS,
+        delay: float = 2.0,
+        retry_after: float = 0.5,
+    ) -> Chaos:
+        """From now on fail ``rate`` of the chat requests at random (see the module
+        docstring); returns the ``Chaos`` whose ``injected`` counts the faults per kind."""
+        unknown = sorted(set(kinds) - set(FAULTS))
+        if unknown:
+            raise ValueError(f"unknown fault kinds {unknown}; known: {FAULTS}")
+        chaos = Chaos(rate, seed, tuple(kinds))
+        with self._lock:
+            self._chaos = (chaos, delay, retry_after)
+        return chaos
+
+    def calm(self) -> None:
+        with self._lock:
+            self._chaos = None
+
     @property
     def pending(self) -> int:
         """Scripted replies not sent yet."""
@@ -338,6 +457,25 @@ class FakeLLM:
                 reply.status, reply.headers, reply.completion, reply.body, reply.delay + delay
             )
         return reply
+
+    def _chaos_fault(self, body: Any) -> tuple[str, Reply | None, float] | None:
+        """The fault drawn for this request: its kind, its reply (None: no answer at all)
+        and how long to wait first."""
+        with self._lock:
+            chaos = self._chaos
+        if chaos is None:
+            return None
+        engine, delay, retry_after = chaos
+        messages = body.get("messages") if isinstance(body, dict) else None
+        # tool call ids are random: the same conversation must draw the same fault
+        text = json.dumps(_without_ids(messages), sort_keys=True)
+        identity = hashlib.sha256(text.encode()).hexdigest()
+        kind, rng = engine.draw(identity)
+        if kind is None:
+            return None
+        if kind in ("timeout", "drop"):
+            return kind, None, delay if kind == "timeout" else 0.0
+        return kind, chaos_reply(kind, rng, body, retry_after), 0.0
 
     def _enter(self) -> None:
         with self._lock:
@@ -383,6 +521,16 @@ class _Handler(BaseHTTPRequestHandler):
             return
         fake._enter()
         try:
+            fault = fake._chaos_fault(body)
+            if fault is not None:
+                _kind, faulty, wait = fault
+                if wait:
+                    time.sleep(wait)  # longer than the client waits
+                if faulty is None:
+                    self.close_connection = True  # hang up without an answer
+                else:
+                    self._send(faulty.status, faulty.render(body), faulty.headers)
+                return
             reply = fake._next(body)
             if reply.delay:
                 time.sleep(reply.delay)

@@ -17,7 +17,6 @@ import pytest
 
 from agents.ingest_scan import HourScanner
 from schemas import (
-    EnrichedPullRequest,
     RawPullRequestEvent,
     SWEBenchInstance,
     ValidatedTask,
@@ -138,33 +137,3 @@ def validated_tasks(fixtures_dir: Path) -> list[ValidatedTask]:
                 )
             )
     return tasks
-
-
-@pytest.fixture(scope="session")
-def enriched_235(fixtures_dir: Path) -> EnrichedPullRequest:
-    """sigmavirus24/github3.py#235 as enrich makes it from the decoded recordings."""
-    from agents.enrich import changed_files, repository_info
-
-    decoded = fixtures_dir / "github_api" / "decoded"
-    pr = json.loads((decoded / "pulls_235.json").read_text(encoding="utf-8"))
-    files = json.loads((decoded / "pulls_235_files.json").read_text(encoding="utf-8"))
-    repo = json.loads((decoded / "repos_sigmavirus24_github3.py.json").read_text(encoding="utf-8"))
-    return EnrichedPullRequest(
-        pipeline_version=1,
-        repo=repo["full_name"],
-        number=pr["number"],
-        title=pr["title"],
-        body=pr["body"],
-        merged_at=pr["merged_at"],
-        merge_commit_sha=pr["merge_commit_sha"],
-        base_sha=pr["base"]["sha"],
-        base_ref=pr["base"]["ref"],
-        additions=pr["additions"],
-        deletions=pr["deletions"],
-        changed_files=pr["changed_files"],
-        files=changed_files(files),
-        repo_info=repository_info(repo),
-        problem_statement=f"{pr['title']}\n{pr['body']}",
-        created_at=pr["created_at"],
-        author_login=pr["user"]["login"],
-    )

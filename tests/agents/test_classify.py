@@ -127,6 +127,35 @@ async def test_difficulty_filter_drops_the_other_levels_with_ledger_entries(
     assert dropped == {f"difficulty_{label}": n for label, n in expected.items() if label != "easy"}
 
 
+@pytest.mark.integration
+async def test_score_thresholds_reject_outside_the_range(
+    hour0_enriched: list[EnrichedPullRequest],
+) -> None:
+    scores = sorted(heuristic_difficulty(pr).score for pr in hour0_enriched)
+    low, high = scores[len(scores) // 4], scores[3 * len(scores) // 4]
+    sink = MemorySink()
+    settings = ClassifySettings(backend="heuristic", min_score=low, max_score=high)
+    stage = classify_stage(settings, LLMClient(LLMSettings()), 1)
+    runner: StageRunner[Any] = StageRunner(stage, sink, 1, Ledger(SinkLedgerStore(sink), 1))
+    for offset, pr in enumerate(hour0_enriched):
+        await runner.process(pr.key.encode(), pr.to_json(), 0, offset)
+    kept = [ClassifiedPullRequest.from_json(v).score for _, v in sink.on(CLASSIFIED.name)]
+    assert kept and all(low <= score <= high for score in kept)
+    reasons = Counter(
+        LedgerEntry.from_json(v).reason
+        for _, v in sink.on(LEDGER.name)
+        if LedgerEntry.from_json(v).status == "rejected"
+    )
+    assert reasons == {
+        "score_below_min": sum(s < low for s in scores),
+        "score_above_max": sum(s > high for s in scores),
+    }
+    assert len(reasons) == 2 and all(reasons.values())  # both thresholds did reject
+    assert len(kept) + sum(reasons.values()) == len(hour0_enriched)
+    with pytest.raises(ValidationError, match="above max_score"):
+        ClassifySettings(min_score=0.6, max_score=0.5)
+
+
 @pytest.mark.unit
 def test_auto_backend_announces_the_heuristic_without_a_key(
     caplog: pytest.LogCaptureFixture,

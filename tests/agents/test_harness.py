@@ -20,9 +20,23 @@ from aiokafka import AIOKafkaProducer
 
 from agents.export import find_task_dirs, write_task_dir
 from agents.extract import Extract
-from agents.harness import RUN_LABEL, HarnessEngine, HarnessOptions, evaluate_all
+from agents.harness import (
+    RUN_LABEL,
+    HarnessEngine,
+    HarnessOptions,
+    evaluate_all,
+    exported_request_id,
+)
 from agents.validate import Validator
-from schemas import AgentSpec, HarnessRequest, HarnessResult, PatchSet, ScoredTask, ValidatedTask
+from schemas import (
+    AgentSpec,
+    ExportedTask,
+    HarnessRequest,
+    HarnessResult,
+    PatchSet,
+    ScoredTask,
+    ValidatedTask,
+)
 from schemas.harness import HarnessReport
 from schemas.workspace import TaskWorkspace
 from streams.demo import make_demo_repository
@@ -256,7 +270,7 @@ def test_the_cli_runs_tasks_in_parallel_and_prints_swe_forges_json(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     report = HarnessReport.model_validate_json(done.stdout)
-    assert (report.total, report.resolved) == (4, 4)
+    assert (report.total, report.resolved) == (4, 4), done.stdout[-4000:]
     assert sorted(r.task_id for r in report.results) == [f"{TASK}-{x}" for x in "abcd"]
     raw = json.loads(done.stdout)
     assert set(raw) == {
@@ -346,3 +360,25 @@ def test_keep_containers_leaves_the_agents_container(
     finally:
         assert engine.abort() == 1  # and Ctrl-C's clean-up removes it
     assert containers_of(docker_client, engine) == []
+
+
+def test_an_exported_tasks_request_id_is_always_a_safe_name() -> None:
+    long_id = "o" + "x" * 299  # the longest instance id the schema allows
+    task = ExportedTask(
+        pipeline_version=1,
+        repo="octo/hello",
+        number=1,
+        instance_id=long_id,
+        export_dir="/tmp/x",
+        dataset_path="/tmp/x/dataset.jsonl",
+        exported_at="2026-01-01T00:00:00Z",
+        content_sha256="ab" * 32,
+    )
+    request_id = exported_request_id(task, "my agent / v2 (beta)")
+    assert len(request_id) <= 200 and request_id.endswith("-my-agent-v2-beta-abababababab")
+    HarnessRequest(  # validates: a safe name, accepted by the schema
+        pipeline_version=1,
+        request_id=request_id,
+        instance_id=long_id,
+        agent=AgentSpec(name="a", command="true"),
+    )

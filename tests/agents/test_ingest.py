@@ -235,6 +235,45 @@ def test_follow_waits_for_an_unpublished_hour(
     assert len(events(bootstrap)) == 315
 
 
+def test_hours_publish_in_order_although_a_later_one_downloads_first(
+    bootstrap: str, gharchive_server: FakeGHArchive
+) -> None:
+    gharchive_server.unpublish(HOUR0)  # hour 1 downloads while hour 0 is still awaited
+
+    async def run() -> list[Any]:
+        async with ingestor(bootstrap, gharchive_server.base_url, follow=True) as ingest:
+            task = asyncio.create_task(
+                ingest.run(sources_for_hours([HOUR0, HOUR1], gharchive_server.base_url))
+            )
+            for _ in range(100):  # until hour 1 has been downloaded whole
+                await asyncio.sleep(0.1)
+                if gharchive_server.requests_for(HOUR1, "GET"):
+                    break
+            await asyncio.sleep(1.0)
+            published = await read_all(bootstrap, PULL_REQUEST_EVENTS.name)
+            assert published == [], "hour 1 published before hour 0"
+            gharchive_server.publish(HOUR0)
+            return await asyncio.wait_for(task, 60)
+
+    reports = asyncio.run(run())
+    assert [(r.hour, r.status, r.published) for r in reports] == [
+        (HOUR0, "done", 315),
+        (HOUR1, "done", 293),
+    ]
+    # in each partition (a PR's events share one), hours never go backwards
+    by_partition: dict[int, list[str]] = {}
+    for record in asyncio.run(_records(bootstrap)):
+        by_partition.setdefault(record[0], []).append(record[1])
+    assert all(hours == sorted(hours) for hours in by_partition.values())
+
+
+async def _records(bootstrap: str) -> list[tuple[int, str]]:
+    return [
+        (r.partition, RawPullRequestEvent.from_json(r.value).gharchive_hour)
+        async for r in read_topic_to_end(bootstrap, PULL_REQUEST_EVENTS.name)
+    ]
+
+
 def test_dropped_connection_is_resumed_and_the_hour_is_complete(
     bootstrap: str, gharchive_server: FakeGHArchive
 ) -> None:

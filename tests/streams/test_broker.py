@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -16,15 +17,25 @@ from tests.conftest import SWE_STREAM
 pytestmark = pytest.mark.integration
 
 
-def tansu_pids() -> set[int]:
-    """Every running Tansu broker process on this machine."""
+def tansu_pids(parent: int | None = None, listener: str | None = None) -> set[int]:
+    """Running Tansu broker processes on this machine: every one, or those whose parent is
+    ``parent`` or that listen on ``listener`` (host:port). Other tests may run brokers of their
+    own meanwhile (pytest-xdist), so a test looks only at its own."""
     found = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if "tansu" in os.readlink(entry / "exe"):
-                    found.add(int(entry.name))
-            except OSError:
+                if "tansu" not in os.readlink(entry / "exe"):
+                    continue
+                if parent is not None:
+                    stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                    if int(stat[1]) != parent:  # the field after the state
+                        continue
+                url = f"tcp://{listener}".encode()
+                if listener is not None and url not in (entry / "cmdline").read_bytes():
+                    continue
+                found.add(int(entry.name))
+            except (OSError, IndexError, ValueError):
                 continue
     return found
 
@@ -80,7 +91,6 @@ def test_broker_dies_with_a_killed_parent() -> None:
 
 
 def test_commands_that_start_the_embedded_broker_leave_none_behind() -> None:
-    before = tansu_pids()
     result = subprocess.run(
         [SWE_STREAM, "topics", "create"],
         capture_output=True,
@@ -91,5 +101,7 @@ def test_commands_that_start_the_embedded_broker_leave_none_behind() -> None:
     assert result.returncode == 0, result.stderr
     assert "embedded broker on 127.0.0.1:" in result.stdout
     assert "created   swe.ledger" in result.stdout
-    leftovers = {pid for pid in tansu_pids() - before if not gone(pid, timeout=5)}
+    listener = re.search(r"embedded broker on (127\.0\.0\.1:\d+)", result.stdout)
+    assert listener, result.stdout
+    leftovers = {pid for pid in tansu_pids(listener=listener[1]) if not gone(pid, timeout=5)}
     assert not leftovers

@@ -110,3 +110,43 @@ def test_a_poison_record_is_replayed_until_its_cause_is_fixed(
     finally:
         if process.poll() is None:
             assert stop(process) == 0, log.read_text()[-3000:]
+
+
+@pytest.mark.integration
+async def test_a_replay_sends_a_cut_record_whole_and_a_tombstone_as_a_tombstone(
+    bootstrap: str,
+) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    from streams.dlq import MAX_VALUE_BYTES, replay_dead_letters, send_to_dlq
+    from streams.kafka import read_topic_to_end
+    from streams.sinks import MemorySink
+    from tests.streams.test_worker import create_test_topics
+
+    await create_test_topics(bootstrap)
+    big = b"x" * (MAX_VALUE_BYTES + 150_000)  # in Kafka whole, in its dead letter cut
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, max_request_size=2 << 20)
+    await producer.start()
+    try:
+        placed = await producer.send_and_wait(HEARD.name, big, b"octo/hello#1")
+    finally:
+        await producer.stop()
+    sink = MemorySink()
+    cut = await send_to_dlq(
+        sink, source_topic=HEARD.name, partition=placed.partition, offset=placed.offset,
+        key=b"octo/hello#1", value=big, error=ValueError("bad"), stage="shout",
+        pipeline_version=1, dlq_topic=HEARD.dlq_name,
+    )  # fmt: skip
+    tombstone = await send_to_dlq(
+        sink, source_topic=HEARD.name, partition=0, offset=5, key=b"octo/hello#2",
+        value=None, error=ValueError("null"), stage="shout", pipeline_version=1,
+        dlq_topic=HEARD.dlq_name,
+    )  # fmt: skip
+    assert len(cut.original_value()) == MAX_VALUE_BYTES
+    config = {"bootstrap_servers": bootstrap, "max_request_size": 2 << 20}
+    assert await replay_dead_letters(config, [cut, tombstone]) == 2
+    records = [r async for r in read_topic_to_end(bootstrap, HEARD.name)]
+    by_key = {r.key: r for r in records if r.headers}  # the replayed ones carry the attempt
+    assert by_key[b"octo/hello#1"].value == big  # the whole record, not the cut bytes
+    assert by_key[b"octo/hello#2"].value is None
+    assert dict(by_key[b"octo/hello#1"].headers)["swe-stream-attempt"] == b"2"

@@ -158,6 +158,19 @@ async def test_5xx_and_timeouts_are_retried(
     assert sample("swe_stream_github_requests_total", endpoint="pulls.get", status="timeout") >= 1
 
 
+async def test_a_body_whose_gzip_is_corrupt_is_retried(
+    client: GitHubClient, github_server: FakeGitHub
+) -> None:
+    before = sample("swe_stream_github_retries_total", endpoint="pulls.get", reason="connection")
+    # a 200 announcing gzip whose bytes are not gzip: what a connection cut mid-body leaves
+    github_server.fail(PR_PATH, status=200, headers={"Content-Encoding": "gzip"})
+    pr = await client.pull_request(REPO, 235)
+    assert pr["number"] == 235
+    assert len(github_server.requests_for(PR_PATH)) == 2
+    after = sample("swe_stream_github_retries_total", endpoint="pulls.get", reason="connection")
+    assert after == before + 1
+
+
 async def test_failures_end_after_max_attempts(github_server: FakeGitHub) -> None:
     github_server.fail(PR_PATH, status=503, times=10)
     github = GitHubClient(settings_for(github_server, max_attempts=3))

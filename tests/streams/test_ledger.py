@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from aiokafka.partitioner import DefaultPartitioner
 
 from schemas import LedgerEntry
 from streams.ledger import (
@@ -14,6 +15,9 @@ from streams.ledger import (
     Ledger,
     PrFileError,
     SinkLedgerStore,
+    latest,
+    ledger_partition,
+    of_version,
     read_pr_file,
     write_pr_file,
 )
@@ -48,9 +52,28 @@ async def test_transitions_keep_first_seen_and_count_attempts_per_stage() -> Non
     assert later.updated_at > retry.updated_at > first.updated_at
     assert later.is_final() and not first.is_final()
     sent = sink.on("swe.ledger")
-    assert [key for key, _ in sent] == [b"octo/hello#5"] * 3  # one compacted key per PR
+    assert [key for key, _ in sent] == [b"octo/hello#5@v2"] * 3  # one compacted key per PR
     assert LedgerEntry.from_json(sent[-1][1]) == later
     assert later.pipeline_version == 2 and later.reason == "too-easy"
+
+
+async def test_each_pipeline_version_keeps_its_own_entry_on_the_prs_partition() -> None:
+    sink = MemorySink()
+    store = SinkLedgerStore(sink)
+    v1, v2 = Ledger(store, 1, clock=Clock()), Ledger(store, 2, clock=Clock())
+    await v1.record("octo/hello", 5, stage="export", status="exported")
+    assert v1.final_entry("octo/hello", 5) is not None
+    assert v2.lookup("octo/hello", 5) is None  # version 2 starts the PR afresh
+    await v2.record("octo/hello", 5, stage="classify", status="rejected", reason="score_above_max")
+    # version 2's decision leaves version 1's entry as it was
+    assert v1.lookup("octo/hello", 5).status == "exported"  # type: ignore[union-attr]
+    entries = [LedgerEntry.from_json(v) for _, v in sink.on("swe.ledger")]
+    assert sorted(latest(entries)) == ["octo/hello#5@v1", "octo/hello#5@v2"]
+    assert [e.status for e in of_version(entries, 2)] == ["rejected"]
+    # an entry belongs where Kafka's default partitioner puts the PR's own records
+    for partitions in (1, 3, 12):
+        expected = DefaultPartitioner()(b"octo/hello#5", list(range(partitions)), [])
+        assert {ledger_partition(e, partitions) for e in entries} == {expected}
 
 
 async def test_an_invalid_transition_is_refused_before_anything_is_sent() -> None:

@@ -39,7 +39,7 @@ async def test_accepted_record_is_emitted_and_recorded(runner_and_sink) -> None:
     assert Utterance.from_json(value).text == "HI THERE"
     [(ledger_key, ledger_value)] = sink.on("swe.ledger")
     entry = LedgerEntry.from_json(ledger_value)
-    assert ledger_key == b"octo/hello#7"
+    assert ledger_key == b"octo/hello#7@v3"  # the PR in pipeline version 3
     assert (entry.stage, entry.status, entry.reason, entry.pipeline_version) == (
         "shout",
         "accepted",
@@ -132,3 +132,20 @@ async def test_a_replayed_dead_letter_is_retried_although_the_pr_failed() -> Non
     assert await runner.process(b"octo/hello#11", boom, 0, 2, attempt=2) is None  # retried
     letters = [DeadLetter.from_json(v) for _, v in sink.on(HEARD.dlq_name)]
     assert [letter.attempts for letter in letters] == [1, 2]
+
+
+async def test_records_stamped_at_or_after_until_are_skipped() -> None:
+    import dataclasses
+
+    sink = MemorySink()
+    runner = StageRunner(dataclasses.replace(SHOUT, until_ms=2_000), sink, 3)
+    before = counter(metrics.STAGE_RECORDS_SKIPPED, stage="shout", reason="after_until_time")
+    for offset, stamp in enumerate((1_000, 1_999, 2_000, 5_000)):
+        record = utterance(f"at {stamp}", number=20 + offset)
+        await runner.process(b"octo/hello#20", record, 0, offset, timestamp_ms=stamp)
+    assert [Utterance.from_json(v).text for _, v in sink.on(SHOUTED.name)] == [
+        "AT 1000",
+        "AT 1999",
+    ]
+    skipped = counter(metrics.STAGE_RECORDS_SKIPPED, stage="shout", reason="after_until_time")
+    assert skipped == before + 2

@@ -217,7 +217,6 @@ def test_worker_on_its_own_embedded_broker_stops_cleanly_on_ctrl_c(worker_log: P
     """The README's main command: no --bootstrap, then Ctrl-C (SIGINT to the whole group)."""
     from tests.streams.test_broker import gone, tansu_pids
 
-    before = tansu_pids()
     metrics_port = free_port()
     command = [
         SWE_STREAM,
@@ -240,7 +239,7 @@ def test_worker_on_its_own_embedded_broker_stops_cleanly_on_ctrl_c(worker_log: P
         )
     try:
         wait_for_metrics(metrics_port, process, worker_log)
-        brokers = tansu_pids() - before
+        brokers = tansu_pids(parent=process.pid)
         assert len(brokers) == 1, "the worker started exactly one embedded broker"
         time.sleep(6)  # let the consumer group settle, as a user would before Ctrl-C
         os.killpg(process.pid, signal.SIGINT)

@@ -1,0 +1,316 @@
+"""Crash and restart: the worker is killed with SIGKILL at three random points while it works
+through both fixture hours, and restarted each time; the end state equals an uninterrupted
+run's.
+
+The world: both real GH Archive hours (608 PullRequestEvents) plus the merge of a repository
+the test builds (one more event, the only PR that can become a task offline); a GitHub
+stand-in on 127.0.0.1 serving every PR of the hours (their real PR and repository objects,
+synthetic file lists) and the built repository's PR. Real PRs are enriched and classified,
+then fail at extract (their git remotes do not exist here); the built one is validated in
+Docker and exported. Each run has its own embedded broker; ingest publishes the hours, then
+``swe-stream worker`` (every stage) processes them, and the run ends when the worker's group
+has committed every record of every stage input.
+
+The kill points are random (the seed is printed, ``SWE_STREAM_CRASH_SEED`` repeats a run):
+three ledger sizes between 10% and 90% of the uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from agents.ingest_scan import HourScanner
+from schemas import ExportedTask, LedgerEntry, RawPullRequestEvent
+from streams.broker import EmbeddedBroker, free_port
+from streams.demo import demo_pull_request, hour_with_events, make_demo_repository
+from streams.kafka import read_topic_to_end
+from streams.ledger import latest, read_ledger, reason_kind
+from streams.offsets import committed_offsets, topic_bounds
+from streams.sandbox import OWNER_LABEL, listed_containers
+from streams.topics import (
+    CANDIDATES,
+    CLASSIFIED,
+    ENRICHED,
+    EXPORTED,
+    HARNESS_REQUESTS,
+    LEDGER,
+    PATCHES,
+    PULL_REQUEST_EVENTS,
+    SCORED,
+    VALIDATED,
+)
+from tests.conftest import SWE_STREAM
+from tests.github_server import FakeGitHub, serve_github, serve_hour
+from tests.streams.test_worker import REPO_ROOT, worker_env
+
+pytestmark = pytest.mark.docker
+
+HOURS = ("2015-01-01-0", "2015-01-01-1")
+GROUP = "swe-stream-v1"
+KILLS = 3
+# what the worker's stages consume (tasks.exported only with harness.agent_command set)
+STAGE_INPUTS = (
+    PULL_REQUEST_EVENTS, CANDIDATES, ENRICHED, CLASSIFIED, PATCHES, VALIDATED, SCORED,
+    HARNESS_REQUESTS,
+)  # fmt: skip
+
+
+@dataclass
+class World:
+    hours_dir: Path
+    events: list[RawPullRequestEvent]
+    github: FakeGitHub
+    git_url_template: str
+
+
+def scan(path: Path) -> list[RawPullRequestEvent]:
+    scanner = HourScanner(path.name.split(".", 1)[0], pipeline_version=1)
+    outputs = scanner.feed(path.read_bytes()) + scanner.close()
+    return [RawPullRequestEvent.from_json(o[1]) for o in outputs if isinstance(o, tuple)]
+
+
+@pytest.fixture(scope="module")
+def world(
+    tmp_path_factory: pytest.TempPathFactory, fixtures_dir: Path, base_image: str
+) -> Iterator[World]:
+    root = tmp_path_factory.mktemp("crash-world")
+    demo = demo_pull_request(make_demo_repository(root / "git"))
+    hours = root / "hours"
+    hours.mkdir()
+    first, second = (fixtures_dir / "gharchive" / f"{hour}.json.gz" for hour in HOURS)
+    (hours / first.name).write_bytes(hour_with_events(first, [demo.event()]))
+    shutil.copy(second, hours / second.name)
+    events = [e for hour in HOURS for e in scan(hours / f"{hour}.json.gz")]
+    with serve_github({}) as github:
+        serve_hour(github, events)
+        repo = demo.repo.repo
+        github.add_json(f"/repos/{repo}", demo.repository())
+        github.add_json(f"/repos/{repo}/pulls/{demo.number}", demo.pull_request())
+        github.add_json(f"/repos/{repo}/pulls/{demo.number}/files?per_page=100", demo.files)
+        yield World(hours, events, github, demo.repo.url_template)
+
+
+@dataclass
+class RunResult:
+    ledger: list[LedgerEntry]
+    exported: list[ExportedTask]
+    dataset: list[dict[str, object]]
+    task_dirs: dict[str, dict[str, bytes]]
+    kills: list[int] = field(default_factory=list)  # ledger writes since the start, per kill
+    idle_kills: int = 0  # kills that found the work already done
+    orphans: list[str] = field(default_factory=list)  # sandboxes of killed workers left over
+    restarts: int = 0
+
+
+class Worker:
+    """``swe-stream worker`` (every stage) on one broker, restartable, logging to a file."""
+
+    def __init__(self, bootstrap: str, world: World, workdir: Path):
+        self.bootstrap = bootstrap
+        self.log = workdir / "worker.log"
+        self.env = worker_env() | {
+            "SWE_STREAM_GITHUB_API_URL": world.github.base_url,
+            "SWE_STREAM_GITHUB_GIT_URL_TEMPLATE": world.git_url_template,
+            "SWE_STREAM_GITHUB_MAX_ATTEMPTS": "1",
+            "SWE_STREAM_WORKER_DATA_DIR": str(workdir / "data"),
+            "SWE_STREAM_EXPORT_OUTPUT_DIR": str(workdir / "out"),
+            "SWE_STREAM_CLASSIFY_BACKEND": "heuristic",
+            "SWE_STREAM_SCORE_BACKEND": "heuristic",
+            "SWE_STREAM_VALIDATION_RUNS": "1",
+        }
+        self.env.pop("OPENROUTER_API_KEY", None)
+        self.process: subprocess.Popen[bytes] | None = None
+        self.killed: list[int] = []  # pids of the workers killed
+
+    def start(self) -> None:
+        command = [
+            SWE_STREAM, "worker", "--bootstrap", self.bootstrap,
+            "--web-port", str(free_port()), "--metrics-port", str(free_port()),
+        ]  # fmt: skip
+        with open(self.log, "ab") as out:
+            self.process = subprocess.Popen(
+                command, cwd=REPO_ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT
+            )
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.killed.append(self.process.pid)
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+    def check_alive(self) -> None:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            pytest.fail(f"worker exited by itself:\n{self.log.read_text()[-4000:]}")
+
+
+async def ledger_size(bootstrap: str) -> int:
+    return sum(end - start for start, end in (await topic_bounds(bootstrap, LEDGER.name)).values())
+
+
+async def drained(bootstrap: str) -> bool:
+    """Every record of every stage input committed by the worker's group."""
+    for topic in STAGE_INPUTS:
+        bounds = await topic_bounds(bootstrap, topic.name)
+        committed = await committed_offsets(bootstrap, GROUP, topic.name)
+        for partition, (start, end) in bounds.items():
+            if end > start and (committed[partition] or 0) < end:
+                return False
+    return True
+
+
+async def run_pipeline(
+    world: World, workdir: Path, kill_after: list[int], timeout: float = 900
+) -> RunResult:
+    """Ingest both hours on a fresh broker, run the worker until drained, killing it with
+    SIGKILL once it has written ``kill_after[i]`` ledger entries since its (re)start, and
+    restarting it each time; collect what it produced."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    with EmbeddedBroker(log_path=workdir / "broker.log") as broker:
+        bootstrap = broker.bootstrap
+        ingest = await asyncio.to_thread(
+            subprocess.run,
+            [SWE_STREAM, "ingest", "--bootstrap", bootstrap]
+            + [arg for h in HOURS for arg in ("--source", str(world.hours_dir / f"{h}.json.gz"))],
+            cwd=REPO_ROOT, env=worker_env(), capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert ingest.returncode == 0, ingest.stderr[-3000:]
+        worker = Worker(bootstrap, world, workdir)
+        result = RunResult([], [], [], {})
+        pending_kills = list(kill_after)
+        deadline = time.monotonic() + timeout
+        worker.start()
+        since = await ledger_size(bootstrap)  # the ledger's size when this worker started
+        try:
+            settled = 0
+            while settled < 2:
+                assert time.monotonic() < deadline, worker.log.read_text()[-4000:]
+                await asyncio.sleep(0.25)
+                worker.check_alive()
+                size = await ledger_size(bootstrap)
+                idle = await drained(bootstrap)
+                if pending_kills and (size - since >= pending_kills[0] or idle):
+                    # a kill point: this many ledger writes since the worker (re)started, or
+                    # the work ran out first (then the kill lands on an idle worker)
+                    pending_kills.pop(0)
+                    worker.kill()
+                    result.kills.append(size - since)
+                    result.idle_kills += idle
+                    worker.start()
+                    result.restarts += 1
+                    since = size
+                    settled = 0
+                    continue
+                # drained twice, a few seconds apart, and no kill left to do
+                settled = settled + 1 if not pending_kills and idle else 0
+                if settled:
+                    await asyncio.sleep(3.0)
+        finally:
+            worker.stop()
+        result.orphans = sandboxes_of(worker.killed)
+        result.ledger = await read_ledger(bootstrap)
+        result.exported = [
+            ExportedTask.from_json(r.value)
+            async for r in read_topic_to_end(bootstrap, EXPORTED.name)
+        ]
+    out = workdir / "out"
+    dataset = out / "dataset.jsonl"
+    if dataset.exists():
+        result.dataset = [json.loads(line) for line in dataset.read_text().splitlines()]
+    result.task_dirs = {
+        d.name: {f.name: f.read_bytes() for f in sorted(d.iterdir())}
+        for d in sorted(out.iterdir())
+        if d.is_dir() and not d.name.startswith(".")
+    } if out.exists() else {}  # fmt: skip
+    return result
+
+
+def sandboxes_of(pids: list[int]) -> list[str]:
+    """Sandbox containers (any state) whose owner is one of ``pids`` on this host."""
+    import docker
+
+    owned = []
+    for container in listed_containers(docker.from_env(), OWNER_LABEL):
+        owner = (container.get("Labels") or {}).get(OWNER_LABEL, "").split(":")
+        host, pid = [*owner, "", ""][:2]
+        if host == socket.gethostname() and pid.isdigit() and int(pid) in pids:
+            owned.append(container["Id"][:12])
+    return owned
+
+
+def states(entries: list[LedgerEntry]) -> dict[str, tuple[str, str, str]]:
+    """Each PR's latest (stage, status, reason kind)."""
+    return {e.key: (e.stage, e.status, reason_kind(e)) for e in latest(entries).values()}
+
+
+def final_states(entries: list[LedgerEntry]) -> dict[str, set[tuple[str, str]]]:
+    """Every distinct final (stage, status) each PR was written with."""
+    finals: dict[str, set[tuple[str, str]]] = {}
+    for entry in entries:
+        if entry.is_final():
+            finals.setdefault(entry.key, set()).add((entry.stage, entry.status))
+    return finals
+
+
+@pytest.mark.timeout(1500)  # two full runs and three rejoins of the group
+def test_sigkill_at_three_random_points_loses_and_duplicates_nothing(
+    world: World, tmp_path: Path
+) -> None:
+    seed = int(os.environ.get("SWE_STREAM_CRASH_SEED") or time.time_ns() % 1_000_000)
+    print(f"crash test seed: {seed} (SWE_STREAM_CRASH_SEED={seed} repeats it)")
+    calm = asyncio.run(run_pipeline(world, tmp_path / "uninterrupted", kill_after=[]))
+
+    pr_keys = {e.key for e in world.events}
+    assert len(world.events) == 608 + 1  # both hours + the built repository's merge
+    expected = states(calm.ledger)
+    assert set(expected) == pr_keys  # every PR of every event has a state
+    assert len(calm.dataset) == 1 and len(calm.task_dirs) == 1  # the one possible task
+
+    # three kill points: each after 5-20% of the run's ledger writes since the (re)start
+    rng = random.Random(seed)
+    total = len(calm.ledger)
+    kill_after = [rng.randint(total // 20, total // 5) for _ in range(KILLS)]
+    crashed = asyncio.run(run_pipeline(world, tmp_path / "crashed", kill_after=kill_after))
+    print(
+        f"ledger writes: {total} uninterrupted, {len(crashed.ledger)} with kills after "
+        f"{crashed.kills} writes since each (re)start ({crashed.idle_kills} on an idle worker)"
+    )
+
+    assert crashed.restarts == KILLS and len(crashed.kills) == KILLS
+    # every PR ends where the uninterrupted run left it, with one final state at most
+    assert states(crashed.ledger) == expected
+    finals = final_states(crashed.ledger)
+    assert {k: v for k, v in finals.items() if len(v) != 1} == {}
+    assert Counter(s for s, _, _ in expected.values()) == Counter(
+        s for s, _, _ in states(crashed.ledger).values()
+    )
+    # no task exported twice: one dataset line, one directory, the same bytes
+    ids = [row["instance_id"] for row in crashed.dataset]
+    assert sorted(ids) == sorted(row["instance_id"] for row in calm.dataset)
+    assert len(ids) == len(set(ids))
+    assert crashed.task_dirs.keys() == calm.task_dirs.keys()
+    # a worker killed while validating leaves no sandbox behind: the next one removes it
+    assert crashed.orphans == []
+    assert {t.instance_id for t in crashed.exported} == {t.instance_id for t in calm.exported}

@@ -1,0 +1,99 @@
+"""environments: the env and instance layers on the real Docker engine, and what dropping
+them after a task may touch when several processes share one engine."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import tarfile
+from typing import Any
+
+import pytest
+
+from streams.environments import EnvironmentBuilder, InstallRecipe, TreeFiles, process_tag
+from tests.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.docker
+
+RECIPE = InstallRecipe("python", test_command="python3 -m pytest")
+
+
+def tree() -> TreeFiles:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        data = b"print('hello from the testbed')\n"
+        info = tarfile.TarInfo("hello.py")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return TreeFiles(buffer.getvalue())
+
+
+# the same task's layers, built and dropped by another process on the same engine
+OTHER_PROCESS = """
+import sys
+
+import docker
+
+from streams.environments import EnvironmentBuilder
+from tests.streams.test_environments import RECIPE, tree
+
+builder = EnvironmentBuilder(docker.from_env(), sys.argv[1], sys.argv[2])
+env = builder.env_image("swe-stream-test/layers", RECIPE)
+instance = builder.instance_image("swe-stream-test__layers-1", env, tree(), RECIPE)
+builder.release(env, instance)
+print(env.tag)
+print(instance.tag)
+"""
+
+
+@pytest.mark.parametrize("cache_level", ["env", "base"])
+def test_another_process_dropping_the_same_layers_leaves_ours(
+    docker_client: Any, base_image: str, cache_level: str
+) -> None:
+    builder = EnvironmentBuilder(docker_client, base_image, cache_level)
+    env = builder.env_image("swe-stream-test/layers", RECIPE)
+    instance = builder.instance_image("swe-stream-test__layers-1", env, tree(), RECIPE)
+    try:
+        assert instance.tag.endswith(process_tag()) and len(instance.tag.split(":", 1)[1]) <= 128
+        assert env.tag.endswith(process_tag()) == (cache_level == "base")
+        other = subprocess.run(
+            [sys.executable, "-c", OTHER_PROCESS, base_image, cache_level],
+            capture_output=True,
+            text=True,
+            cwd=REPO_ROOT,
+            timeout=300,
+            check=False,
+        )
+        assert other.returncode == 0, other.stderr[-3000:]
+        other_env, other_instance = other.stdout.split()
+        assert other_instance != instance.tag  # a tag of its own, which it dropped
+        assert not docker_client.images.list(name=other_instance)
+        # ours is still there, and runs
+        out = docker_client.containers.run(
+            instance.tag, ["python3", "hello.py"], remove=True, network_mode="none"
+        )
+        assert out == b"hello from the testbed\n"
+        assert docker_client.images.get(env.tag).id == env.id
+        if cache_level == "env":  # a kept layer is shared: one tag for every process
+            assert other_env == env.tag
+    finally:
+        builder.release(env, instance)
+    assert not docker_client.images.list(name=instance.tag)
+
+
+def test_kept_layers_are_shared_and_a_long_task_id_fits_a_tag(
+    docker_client: Any, base_image: str
+) -> None:
+    builder = EnvironmentBuilder(docker_client, base_image, "instance")
+    env = builder.env_image("swe-stream-test/layers", RECIPE)
+    long_id = "swe-stream-test__" + "x" * 300
+    instance = builder.instance_image(long_id, env, tree(), RECIPE)
+    try:
+        assert process_tag() not in instance.tag and process_tag() not in env.tag
+        assert len(instance.tag.split(":", 1)[1]) == 128
+        again = EnvironmentBuilder(docker_client, base_image, "instance")
+        reused = again.instance_image(long_id, env, tree(), RECIPE)
+        assert (reused.tag, reused.id, reused.built) == (instance.tag, instance.id, False)
+    finally:
+        docker_client.images.remove(instance.tag, force=True)
