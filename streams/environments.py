@@ -36,6 +36,7 @@ log = logging.getLogger("swe_stream.environments")
 ENV_REPOSITORY = "swe-stream/env"
 INSTANCE_REPOSITORY = "swe-stream/instance"
 LABEL = "org.swe-stream.layer"
+OWNER_LABEL = "org.swe-stream.built-by"  # the process a dropped layer belongs to
 VENV = "/opt/venv"
 TESTBED = "/testbed"
 _TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -212,6 +213,8 @@ class EnvironmentBuilder:
     worker on the same engine building the same layer gets a tag of its own, so dropping one
     never pulls an image from under the other (removing one of an image's tags only untags
     it). Kept layers share one tag, so every process reuses them.
+
+    A dropped layer's build also shares no cached step with another process's: see ``_from``.
     """
 
     def __init__(self, client: Any, base_image: str, cache_level: str = "env"):
@@ -219,12 +222,24 @@ class EnvironmentBuilder:
         self.base_image = base_image
         self.cache_level = cache_level
 
+    def _drops(self, layer: str) -> bool:
+        return layer in DROPPED_LAYERS.get(self.cache_level, ())
+
     def _layer_tag(self, repository: str, name: str, key: str, layer: str) -> str:
         suffix = f"-{key}"
-        if layer in DROPPED_LAYERS.get(self.cache_level, ()):
+        if self._drops(layer):
             suffix += f"-{process_tag()}"
         # a tag is at most 128 characters
         return f"{repository}:{_tag(name, 128 - len(suffix))}{suffix}"
+
+    def _from(self, parent: str, layer: str) -> str:
+        """The Dockerfile's first lines. A dropped layer starts with a step of this process's
+        own: the classic builder reuses any earlier build's identical steps as its cache, and
+        removing an image deletes the untagged steps under it, so another process dropping the
+        same layer would delete steps our build is standing on ("imagedb/content/sha256/...:
+        no such file or directory")."""
+        owner = f"LABEL {OWNER_LABEL}={process_tag()}\n" if self._drops(layer) else ""
+        return f"FROM {parent}\n{owner}"
 
     def _existing(self, tag: str) -> Any | None:
         import docker.errors
@@ -275,9 +290,9 @@ class EnvironmentBuilder:
         ).encode()
         run = " && ".join(recipe.env_commands) or "true"
         dockerfile = (
-            f"FROM {self.base_image}\n"
+            self._from(self.base_image, "env")
             # registry images such as python:3.12-slim lack git (patches are applied with it)
-            "RUN command -v git >/dev/null || (apt-get update && apt-get install -y "
+            + "RUN command -v git >/dev/null || (apt-get update && apt-get install -y "
             "--no-install-recommends git patch && rm -rf /var/lib/apt/lists/*)\n"
             f"RUN python3 -m venv {VENV}\n"
             f"ENV PATH={VENV}/bin:$PATH PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 "
@@ -295,7 +310,8 @@ class EnvironmentBuilder:
         tag = self._layer_tag(INSTANCE_REPOSITORY, instance_id, digest.hexdigest()[:12], "instance")
         run = " && ".join(recipe.install_commands)
         dockerfile = (
-            f"FROM {env.tag}\nADD testbed.tar {TESTBED}/\nWORKDIR {TESTBED}\nRUN {GIT_BASE}\n"
+            self._from(env.tag, "instance")
+            + f"ADD testbed.tar {TESTBED}/\nWORKDIR {TESTBED}\nRUN {GIT_BASE}\n"
             + (f"RUN {run}\n" if run else "")
             + f"RUN {GIT_IGNORE_BUILT}\n"
         )

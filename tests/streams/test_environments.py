@@ -41,10 +41,17 @@ from tests.streams.test_environments import RECIPE, tree
 builder = EnvironmentBuilder(docker.from_env(), sys.argv[1], sys.argv[2])
 env = builder.env_image("swe-stream-test/layers", RECIPE)
 instance = builder.instance_image("swe-stream-test__layers-1", env, tree(), RECIPE)
+steps = [step["Id"] for step in builder.client.api.history(instance.id)]
 builder.release(env, instance)
 print(env.tag)
 print(instance.tag)
+print(",".join(steps))
 """
+
+
+def steps(client: Any, image_id: str) -> list[str]:
+    """The image and the build steps under it that exist on this engine, newest first."""
+    return [step["Id"] for step in client.api.history(image_id) if step["Id"] != "<missing>"]
 
 
 @pytest.mark.parametrize("cache_level", ["env", "base"])
@@ -66,9 +73,19 @@ def test_another_process_dropping_the_same_layers_leaves_ours(
             check=False,
         )
         assert other.returncode == 0, other.stderr[-3000:]
-        other_env, other_instance = other.stdout.split()
+        other_env, other_instance, other_steps = other.stdout.split()
         assert other_instance != instance.tag  # a tag of its own, which it dropped
         assert not docker_client.images.list(name=other_instance)
+        # and none of our build's steps were its: the classic builder would have reused them as
+        # its cache, and removing its image would then delete steps under ours (the race that
+        # failed a build with "imagedb/content/sha256/...: no such file or directory")
+        kept = set(steps(docker_client, base_image))
+        if cache_level == "env":
+            kept |= set(steps(docker_client, env.id))
+        ours = set(steps(docker_client, instance.id)) - kept
+        assert ours and not ours & set(other_steps.split(","))
+        for step in ours:  # all still there
+            docker_client.images.get(step)
         # ours is still there, and runs
         out = docker_client.containers.run(
             instance.tag, ["python3", "hello.py"], remove=True, network_mode="none"
