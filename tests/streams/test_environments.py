@@ -36,16 +36,16 @@ import sys
 import docker
 
 from streams.environments import EnvironmentBuilder
-from tests.streams.test_environments import RECIPE, tree
+from tests.streams.test_environments import RECIPE, steps, tree
 
 builder = EnvironmentBuilder(docker.from_env(), sys.argv[1], sys.argv[2])
 env = builder.env_image("swe-stream-test/layers", RECIPE)
 instance = builder.instance_image("swe-stream-test__layers-1", env, tree(), RECIPE)
-steps = [step["Id"] for step in builder.client.api.history(instance.id)]
+built = steps(builder.client, instance.id)
 builder.release(env, instance)
 print(env.tag)
 print(instance.tag)
-print(",".join(steps))
+print(",".join(built))
 """
 
 
