@@ -18,6 +18,7 @@ from faust.transport.drivers import TRANSPORTS
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
 from streams import metrics
+from streams.commits import CommitStallWatch, repair_stalled_commits
 from streams.kafka import KafkaProfile, LagProbe
 from streams.ledger import Ledger, TableLedgerStore, ledger_table, raw_schema
 from streams.settings import Settings, load_settings
@@ -119,6 +120,15 @@ def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> f
                 metrics.CONSUMER_LAG.labels(topic=tp.topic, partition=str(tp.partition)).set(behind)
         except Exception as exc:  # the cluster may be rebalancing or away: measure next time
             log.debug("consumer lag not measured: %s", exc)
+
+    stall_watch = CommitStallWatch(checks=3)
+
+    @app.timer(interval=settings.worker.commit_stall_check_seconds)
+    async def repair_commit_stalls() -> None:
+        try:
+            await repair_stalled_commits(app.consumer, stall_watch)
+        except Exception as exc:  # a rebalance may be under way: look again next time
+            log.debug("commit stalls not checked: %s", exc)
 
     async def close_lag_probe(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
         await lag.close()  # its clients, before the loop closes under them

@@ -190,6 +190,12 @@ CONSUMER_LAG = Gauge(
     "Records not yet consumed by this worker's group: end offset minus committed offset",
     ["topic", "partition"],
 )
+COMMIT_STALLS_REPAIRED = Counter(
+    "swe_stream_commit_stalls_repaired_total",
+    "Partitions whose offset commit stalled behind records never acked, read again from the "
+    "committed offset (streams.commits)",
+    ["topic"],
+)
 
 _faust_metrics: Any = None
 

@@ -108,6 +108,12 @@ class WorkerSettings(Section):
     lag_interval_seconds: float = Field(
         10.0, gt=0, description="how often the consumer lag gauge is refreshed"
     )
+    commit_stall_check_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="how often a partition whose offset commit is stuck behind records never "
+        "acked is looked for; one unchanged for 3 checks in a row is read again",
+    )
     data_dir: Path = Path("data")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     stages: StrList = Field(

@@ -19,6 +19,8 @@ class Utterance(PullRequestRecord):
     text: str
 
 
+LOST_ACK_TEXT = "lose my ack"  # tests.streams.lossy_shout_app drops acks of such records
+
 HEARD = TopicSpec("test.heard", Utterance, "what the stage reads", has_dlq=True)
 SHOUTED = TopicSpec("test.shouted", Utterance, "what the stage writes")
 
