@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import logging
 import os
@@ -36,7 +37,7 @@ log = logging.getLogger("swe_stream.environments")
 ENV_REPOSITORY = "swe-stream/env"
 INSTANCE_REPOSITORY = "swe-stream/instance"
 LABEL = "org.swe-stream.layer"
-OWNER_LABEL = "org.swe-stream.built-by"  # the process a dropped layer belongs to
+OWNER_LABEL = "org.swe-stream.built-by"  # the build a dropped layer belongs to
 VENV = "/opt/venv"
 TESTBED = "/testbed"
 _TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -171,6 +172,7 @@ def _tag(text: str, limit: int = 120) -> str:
 
 
 _process_tags: dict[int, str] = {}
+_build_numbers = itertools.count(1)
 
 
 def process_tag() -> str:
@@ -209,12 +211,11 @@ DROPPED_LAYERS["none"] = DROPPED_LAYERS["base"]
 class EnvironmentBuilder:
     """Builds (or reuses) env and instance images on the Docker engine behind ``client``.
 
-    An image the cache level drops after its task is tagged for this process alone: another
-    worker on the same engine building the same layer gets a tag of its own, so dropping one
-    never pulls an image from under the other (removing one of an image's tags only untags
-    it). Kept layers share one tag, so every process reuses them.
-
-    A dropped layer's build also shares no cached step with another process's: see ``_from``.
+    An image the cache level drops after its task belongs to the one build that made it (its
+    tag and first step name the process and the build): another worker on the same engine,
+    or a second validation of the same PR in this one (a record delivered again after a
+    restart), builds its own, so dropping one never pulls an image, or a cached build step
+    (see ``_from``), from under the other. Kept layers share one tag, so everyone reuses them.
     """
 
     def __init__(self, client: Any, base_image: str, cache_level: str = "env"):
@@ -222,24 +223,26 @@ class EnvironmentBuilder:
         self.base_image = base_image
         self.cache_level = cache_level
 
-    def _drops(self, layer: str) -> bool:
-        return layer in DROPPED_LAYERS.get(self.cache_level, ())
+    def _owner(self, layer: str) -> str | None:
+        """The build a dropped layer's image belongs to (None: a kept layer, everyone's)."""
+        if layer in DROPPED_LAYERS.get(self.cache_level, ()):
+            return f"b{next(_build_numbers)}-{process_tag()}"
+        return None
 
-    def _layer_tag(self, repository: str, name: str, key: str, layer: str) -> str:
-        suffix = f"-{key}"
-        if self._drops(layer):
-            suffix += f"-{process_tag()}"
+    @staticmethod
+    def _layer_tag(repository: str, name: str, key: str, owner: str | None) -> str:
+        suffix = f"-{key}" + (f"-{owner}" if owner else "")
         # a tag is at most 128 characters
         return f"{repository}:{_tag(name, 128 - len(suffix))}{suffix}"
 
-    def _from(self, parent: str, layer: str) -> str:
-        """The Dockerfile's first lines. A dropped layer starts with a step of this process's
-        own: the classic builder reuses any earlier build's identical steps as its cache, and
-        removing an image deletes the untagged steps under it, so another process dropping the
-        same layer would delete steps our build is standing on ("imagedb/content/sha256/...:
-        no such file or directory")."""
-        owner = f"LABEL {OWNER_LABEL}={process_tag()}\n" if self._drops(layer) else ""
-        return f"FROM {parent}\n{owner}"
+    @staticmethod
+    def _from(parent: str, owner: str | None) -> str:
+        """The Dockerfile's first lines. A dropped layer starts with a step of its own build:
+        the classic builder reuses any earlier build's identical steps as its cache, and
+        removing an image deletes the untagged steps under it, so another build dropping the
+        same layer would delete steps ours is standing on ("imagedb/content/sha256/...: no
+        such file or directory")."""
+        return f"FROM {parent}\n" + (f"LABEL {OWNER_LABEL}={owner}\n" if owner else "")
 
     def _existing(self, tag: str) -> Any | None:
         import docker.errors
@@ -283,14 +286,15 @@ class EnvironmentBuilder:
             raise ImageBuildError(
                 f"base image {self.base_image} is missing: run `swe-stream images base`"
             )
-        tag = self._layer_tag(ENV_REPOSITORY, repo.replace("/", "__"), recipe.key(base.id), "env")
+        owner = self._owner("env")
+        tag = self._layer_tag(ENV_REPOSITORY, repo.replace("/", "__"), recipe.key(base.id), owner)
         files = {f"env/{path}": data for path, data in recipe.dependency_files.items()}
         files["env/recipe.json"] = json.dumps(
             {"language": recipe.language, "env_commands": list(recipe.env_commands)}
         ).encode()
         run = " && ".join(recipe.env_commands) or "true"
         dockerfile = (
-            self._from(self.base_image, "env")
+            self._from(self.base_image, owner)
             # registry images such as python:3.12-slim lack git (patches are applied with it)
             + "RUN command -v git >/dev/null || (apt-get update && apt-get install -y "
             "--no-install-recommends git patch && rm -rf /var/lib/apt/lists/*)\n"
@@ -307,10 +311,11 @@ class EnvironmentBuilder:
     ) -> BuiltImage:
         digest = hashlib.sha256(env.id.encode() + tree.tar_bytes)
         digest.update(json.dumps([GIT_BASE, *recipe.install_commands, GIT_IGNORE_BUILT]).encode())
-        tag = self._layer_tag(INSTANCE_REPOSITORY, instance_id, digest.hexdigest()[:12], "instance")
+        owner = self._owner("instance")
+        tag = self._layer_tag(INSTANCE_REPOSITORY, instance_id, digest.hexdigest()[:12], owner)
         run = " && ".join(recipe.install_commands)
         dockerfile = (
-            self._from(env.tag, "instance")
+            self._from(env.tag, owner)
             + f"ADD testbed.tar {TESTBED}/\nWORKDIR {TESTBED}\nRUN {GIT_BASE}\n"
             + (f"RUN {run}\n" if run else "")
             + f"RUN {GIT_IGNORE_BUILT}\n"

@@ -99,6 +99,35 @@ def test_another_process_dropping_the_same_layers_leaves_ours(
     assert not docker_client.images.list(name=instance.tag)
 
 
+def test_two_builds_of_a_dropped_layer_in_one_process_are_apart(
+    docker_client: Any, base_image: str
+) -> None:
+    """A PR validated twice at once by one worker (a record delivered again after a restart):
+    dropping one build's image leaves the other's, with every step under it, in place."""
+    builder = EnvironmentBuilder(docker_client, base_image, "env")
+    env = builder.env_image("swe-stream-test/layers", RECIPE)
+    first = builder.instance_image("swe-stream-test__layers-1", env, tree(), RECIPE)
+    second = builder.instance_image("swe-stream-test__layers-1", env, tree(), RECIPE)
+    try:
+        assert first.tag != second.tag and second.built
+        kept = set(steps(docker_client, env.id))
+        first_steps = set(steps(docker_client, first.id)) - kept
+        second_steps = set(steps(docker_client, second.id)) - kept
+        assert first_steps and second_steps and not first_steps & second_steps
+        builder.release(env, first)
+        assert not docker_client.images.list(name=first.tag)
+        for step in second_steps:
+            docker_client.images.get(step)
+        out = docker_client.containers.run(
+            second.tag, ["python3", "hello.py"], remove=True, network_mode="none"
+        )
+        assert out == b"hello from the testbed\n"
+    finally:
+        builder.release(env, first)
+        builder.release(env, second)
+    assert not docker_client.images.list(name=second.tag)
+
+
 def test_kept_layers_are_shared_and_a_long_task_id_fits_a_tag(
     docker_client: Any, base_image: str
 ) -> None:
