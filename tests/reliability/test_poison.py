@@ -740,6 +740,18 @@ async def produce_all(bootstrap: str, world: World) -> dict[str, Sent]:
     return sent
 
 
+def missing_letters(bootstrap: str, entry: Sent, log: Path) -> str:
+    """Which poison records of ``entry`` have no dead letter, and what the worker warned of."""
+    letters = asyncio.run(read_values(bootstrap, entry.case.topic.dlq_name))
+    found = {DeadLetter.from_json(v).source_offset for _, v in letters}
+    missing = [(o, k, e) for o, k, _, e in entry.poison if o not in found]
+    warned = [line for line in log.read_text().splitlines() if "WARNING" in line or "ERROR" in line]
+    return (
+        f"{entry.case.topic.dlq_name}: no dead letter for (offset, key, error) {missing}; "
+        "the worker's warnings and errors:\n" + "\n".join(line[:300] for line in warned[-60:])
+    )
+
+
 def scrape(port: int) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
         return str(reply.read().decode())
@@ -807,9 +819,14 @@ def test_a_worker_dead_letters_poison_commits_past_it_and_goes_on(
 
             # every poison record in its topic's DLQ: original bytes, error, offset
             for topic, entry in sent.items():
-                values = asyncio.run(
-                    wait_for(bootstrap, entry.case.topic.dlq_name, len(entry.poison), process, log)
-                )
+                try:
+                    values = asyncio.run(
+                        wait_for(
+                            bootstrap, entry.case.topic.dlq_name, len(entry.poison), process, log
+                        )
+                    )
+                except pytest.fail.Exception:
+                    pytest.fail(missing_letters(bootstrap, entry, log))
                 letters = sorted(
                     (DeadLetter.from_json(v) for v in values), key=lambda x: x.source_offset
                 )
