@@ -151,13 +151,21 @@ class EmbeddedBroker:
         process, self.process = self.process, None
         if process is None or process.poll() is not None:
             return
+        started = time.monotonic()
         process.terminate()
         try:
             process.wait(timeout)
         except subprocess.TimeoutExpired:
+            log.warning(
+                "embedded broker on %s ignored SIGTERM for %.0f s: killing it",
+                self.bootstrap,
+                timeout,
+            )
             process.kill()
             process.wait(timeout)
-        log.info("embedded broker on %s stopped", self.bootstrap)
+        log.info(
+            "embedded broker on %s stopped in %.2f s", self.bootstrap, time.monotonic() - started
+        )
 
     def _log_tail(self, lines: int = 20) -> str:
         if self.log_path is None or not self.log_path.exists():

@@ -14,7 +14,7 @@ import logging
 import os
 import signal
 import sys
-import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -427,26 +427,63 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def cmd_broker(args: argparse.Namespace, settings: Settings) -> int:
-    stop = threading.Event()
-    previous = {
-        sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
-    }
-    broker = EmbeddedBroker(port=args.port or settings.kafka.embedded_port)
-    try:
-        broker.start()
-        print(f"bootstrap: {broker.bootstrap}", flush=True)
-        print(f"broker pid: {broker.pid}", flush=True)
-        print("embedded broker (Tansu): memory only, Ctrl-C to stop", file=sys.stderr, flush=True)
-        while not stop.wait(0.5):
-            if broker.process is None or broker.process.poll() is not None:
-                print("swe-stream: embedded broker exited unexpectedly", file=sys.stderr)
-                return 1
-        return 0
-    finally:
-        broker.stop()
-        for sig, handler in previous.items():
+class StopSignals:
+    """SIGINT and SIGTERM as a flag that a loop polls, for as long as the ``with`` lasts.
+
+    The handler only assigns. Python runs it between two bytecodes of the main thread, which
+    may hold any lock at that moment; ``threading.Event.set`` takes the lock that an
+    interrupted ``Event.wait`` of the same thread can be holding, and would wait for it forever.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        for sig in self.SIGNALS:
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        self.received = signum
+
+    def wait(self, timeout: float) -> bool:
+        """True once a stop signal arrived; waits at most ``timeout`` seconds for one."""
+        deadline = time.monotonic() + timeout
+        while self.received is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            time.sleep(min(remaining, 0.05))
+        return True
+
+
+def cmd_broker(args: argparse.Namespace, settings: Settings) -> int:
+    broker = EmbeddedBroker(port=args.port or settings.kafka.embedded_port)
+    with StopSignals() as stop:
+        try:
+            broker.start()
+            print(f"bootstrap: {broker.bootstrap}", flush=True)
+            print(f"broker pid: {broker.pid}", flush=True)
+            print(
+                f"embedded broker (Tansu): memory only, Ctrl-C to stop; log: {broker.log_path}",
+                file=sys.stderr,
+                flush=True,
+            )
+            while not stop.wait(0.5):
+                if broker.process is None or broker.process.poll() is not None:
+                    print("swe-stream: embedded broker exited unexpectedly", file=sys.stderr)
+                    return 1
+            log.info("signal %s: stopping the embedded broker", stop.received)
+            return 0
+        finally:
+            broker.stop()
 
 
 def cmd_topics(args: argparse.Namespace, settings: Settings) -> int:

@@ -53,14 +53,22 @@ def gone(pid: int, timeout: float = 10.0) -> bool:
     return False
 
 
-def start_broker_command() -> tuple[subprocess.Popen[str], str, int]:
-    process = subprocess.Popen(
-        [SWE_STREAM, "broker"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    )
+def start_broker_command(
+    stderr_path: Path | None = None,
+) -> tuple[subprocess.Popen[str], str, int]:
+    with open(stderr_path or os.devnull, "w") as stderr:  # the child keeps its own copy
+        process = subprocess.Popen(
+            [SWE_STREAM, "broker"], stdout=subprocess.PIPE, stderr=stderr, text=True
+        )
     assert process.stdout is not None
     bootstrap = process.stdout.readline().split("bootstrap: ")[1].strip()
     pid = int(process.stdout.readline().split("broker pid: ")[1])
     return process, bootstrap, pid
+
+
+# The command's own worst case: 0.5 s to notice the signal, 10 s for the broker to honour
+# SIGTERM, 10 s more to reap it after SIGKILL. A busy CI machine once needed more than 20 s.
+STOP_DEADLINE = 60.0
 
 
 def test_embedded_broker_answers_metadata_and_stops() -> None:
@@ -74,12 +82,29 @@ def test_embedded_broker_answers_metadata_and_stops() -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_broker_command_stops_its_broker_on_signal(sig: signal.Signals) -> None:
-    process, bootstrap, pid = start_broker_command()
+def test_broker_command_stops_its_broker_on_signal(sig: signal.Signals, tmp_path: Path) -> None:
+    stderr = tmp_path / "broker-command.err"
+    process, bootstrap, pid = start_broker_command(stderr)
     host, port = bootstrap.split(":")
     assert metadata_answers(host, int(port))
+    sent = time.monotonic()
     process.send_signal(sig)
-    assert process.wait(timeout=20) == 0
+    try:
+        returncode = process.wait(timeout=STOP_DEADLINE)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        returncode = None
+    took = time.monotonic() - sent
+    log_line = re.search(r"log: (\S+)", stderr.read_text())
+    broker_log = Path(log_line[1]) if log_line else None
+    diagnostics = (
+        f"after {took:.1f} s; broker alive: {not gone(pid, timeout=0)};\n"
+        f"command stderr:\n{stderr.read_text()}\n"
+        f"broker log:\n{broker_log.read_text() if broker_log and broker_log.exists() else '-'}"
+    )
+    assert returncode == 0, diagnostics
+    assert f"signal {int(sig)}: stopping the embedded broker" in stderr.read_text(), diagnostics
     assert gone(pid), "broker outlived the command"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,33 @@ def test_export_round_trips_the_real_swe_bench_rows(fixtures_dir: Path, tmp_path
         timeout=120,
     )
     assert failed.returncode == 2 and "line 2" in failed.stderr
+
+
+# Signals sent at random moments into a loop that polls for them as fast as it can: every one
+# ends its round, says which signal it was, and the previous handlers come back.
+SIGNAL_STORM = """
+import os, random, signal, sys, threading
+from streams.cli import StopSignals
+rounds = int(sys.argv[1])
+for _ in range(rounds):
+    with StopSignals() as stop:
+        kill = (os.getpid(), random.choice(StopSignals.SIGNALS))
+        threading.Timer(random.uniform(0, 0.002), os.kill, kill).start()
+        while not stop.wait(0.0001):
+            pass
+        assert stop.received == kill[1]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+print("rounds", rounds)
+"""
+
+
+def test_stop_signals_end_every_wait_and_restore_the_handlers() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", SIGNAL_STORM, "300"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parents[2],
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["rounds", "300"]
