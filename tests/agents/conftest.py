@@ -25,7 +25,7 @@ from schemas import (
 from streams.broker import free_port
 from streams.kafka import read_topic_to_end
 from tests.conftest import REPO_ROOT, SWE_STREAM
-from tests.streams.test_worker import worker_env
+from tests.workers import worker_env
 
 
 @cache

@@ -43,7 +43,7 @@ from streams.topics import CANDIDATES, ENRICHED, LEDGER
 from tests.agents.conftest import ingest_file, start_stage_worker, wait_for
 from tests.agents.test_prefilter import HOUR0
 from tests.github_server import FakeGitHub, serve_github, serve_hour
-from tests.streams.test_worker import stop, wait_for_metrics
+from tests.workers import stop, wait_for_metrics
 
 REPO = "sigmavirus24/github3.py"
 PR_PATH = f"/repos/{REPO}/pulls/235"

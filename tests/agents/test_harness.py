@@ -46,8 +46,8 @@ from streams.settings import DockerSettings, ExtractSettings, ValidateSettings
 from streams.topics import HARNESS_REQUESTS, HARNESS_RESULTS
 from tests.agents.conftest import start_stage_worker, wait_for
 from tests.agents.repo_tasks import classified_for
-from tests.conftest import SWE_STREAM
-from tests.streams.test_worker import REPO_ROOT, stop, wait_for_metrics, worker_env
+from tests.conftest import REPO_ROOT, SWE_STREAM
+from tests.workers import stop, wait_for_metrics, worker_env
 
 pytestmark = pytest.mark.docker
 

@@ -33,7 +33,7 @@ from streams.sinks import MemorySink
 from streams.stage import Outcome, StageRunner
 from streams.topics import CANDIDATES, LEDGER, PULL_REQUEST_EVENTS
 from tests.agents.conftest import ingest_file, start_stage_worker, wait_for
-from tests.streams.test_worker import stop, wait_for_metrics
+from tests.workers import stop, wait_for_metrics
 
 HOUR0 = "2015-01-01-0"
 Events = Callable[[str], list[RawPullRequestEvent]]

@@ -38,7 +38,7 @@ from streams.stage import StageRunner
 from streams.topics import CLASSIFIED, ENRICHED, LEDGER, SCORED, VALIDATED
 from tests.agents.conftest import start_stage_worker, wait_for
 from tests.agents.test_classify import llm_settings, request_body
-from tests.streams.test_worker import stop, wait_for_metrics
+from tests.workers import stop, wait_for_metrics
 
 
 @pytest.mark.unit

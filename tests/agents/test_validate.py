@@ -27,7 +27,7 @@ from streams.settings import DockerSettings, ExtractSettings, ValidateSettings
 from streams.topics import CLASSIFIED, VALIDATED
 from tests.agents.conftest import start_stage_worker, wait_for
 from tests.agents.repo_tasks import FLAKY, HANGS, classified_for, make_calc_repo, pr_files
-from tests.streams.test_worker import stop, wait_for_metrics
+from tests.workers import stop, wait_for_metrics
 
 F2P = ["tests/test_ops.py::test_add"]
 P2P = ["tests/test_ops.py::test_sub", "tests/test_ops.py::test_sub_negative"]

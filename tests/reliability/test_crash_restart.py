@@ -53,9 +53,9 @@ from streams.topics import (
     SCORED,
     VALIDATED,
 )
-from tests.conftest import SWE_STREAM
+from tests.conftest import REPO_ROOT, SWE_STREAM
 from tests.github_server import FakeGitHub, serve_github, serve_hour
-from tests.streams.test_worker import REPO_ROOT, worker_env
+from tests.workers import worker_env
 
 pytestmark = pytest.mark.docker
 

@@ -97,7 +97,7 @@ from tests.llm_server import (
     status_reply,
     text_reply,
 )
-from tests.streams.test_worker import stop, wait_for_metrics, worker_env
+from tests.workers import stop, wait_for_metrics, worker_env
 
 PV = 1
 PARTITION = 0

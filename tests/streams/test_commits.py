@@ -16,7 +16,7 @@ from streams.commits import CommitStallWatch, PartitionAcks, blocks_commit
 from streams.offsets import committed_offsets, topic_bounds
 from tests.conftest import REPO_ROOT, SWE_STREAM
 from tests.streams.shout_stage import HEARD, LOST_ACK_TEXT, SHOUTED, Utterance
-from tests.streams.test_worker import (
+from tests.workers import (
     create_test_topics,
     produce,
     read,

@@ -16,7 +16,7 @@ from streams.broker import free_port
 from streams.dlq import current_letters, replay_attempt
 from tests.conftest import REPO_ROOT, SWE_STREAM
 from tests.streams.shout_stage import HEARD, SHOUTED, Utterance
-from tests.streams.test_worker import (
+from tests.workers import (
     create_test_topics,
     produce,
     read,
@@ -121,7 +121,7 @@ async def test_a_replay_sends_a_cut_record_whole_and_a_tombstone_as_a_tombstone(
     from streams.dlq import MAX_VALUE_BYTES, replay_dead_letters, send_to_dlq
     from streams.kafka import read_topic_to_end
     from streams.sinks import MemorySink
-    from tests.streams.test_worker import create_test_topics
+    from tests.workers import create_test_topics
 
     await create_test_topics(bootstrap)
     big = b"x" * (MAX_VALUE_BYTES + 150_000)  # in Kafka whole, in its dead letter cut

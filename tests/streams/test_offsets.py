@@ -19,8 +19,8 @@ from streams.offsets import (
     parse_time_ms,
     topic_bounds,
 )
-from tests.conftest import SWE_STREAM
-from tests.streams.test_worker import REPO_ROOT, worker_env
+from tests.conftest import REPO_ROOT, SWE_STREAM
+from tests.workers import worker_env
 
 TOPIC = "stamped"
 T0 = 1_700_000_000_000  # 2023-11-14T22:13:20Z

@@ -35,8 +35,8 @@ from streams.replay import ReplayError, replay_stages
 from streams.settings import KafkaSettings, Settings
 from streams.stage import Stage
 from streams.topics import ALL_TOPICS, CLASSIFIED, ENRICHED, EXPORTED, PATCHES, SCORED
-from tests.conftest import SWE_STREAM
-from tests.streams.test_worker import REPO_ROOT, worker_env
+from tests.conftest import REPO_ROOT, SWE_STREAM
+from tests.workers import worker_env
 
 T0 = 1_700_000_000_000  # 2023-11-14T22:13:20Z
 DEMO_PR = "swe-stream-demo/units#1"

@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from streams.demo import OfflineWorld, offline_world
-from tests.conftest import SWE_STREAM
-from tests.streams.test_worker import REPO_ROOT, worker_env
+from tests.conftest import REPO_ROOT, SWE_STREAM
+from tests.workers import worker_env
 
 pytestmark = pytest.mark.docker
 

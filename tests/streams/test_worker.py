@@ -9,109 +9,33 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from schemas import DeadLetter, LedgerEntry
 from streams.broker import free_port
 from streams.topics import ALL_TOPICS
 from tests.conftest import REPO_ROOT, SWE_STREAM
 from tests.streams.shout_stage import HEARD, SHOUTED, Utterance
+from tests.workers import (
+    create_test_topics,
+    produce,
+    read,
+    stop,
+    wait_for_metrics,
+    worker_env,
+)
 
 pytestmark = pytest.mark.integration
 
 GOOD = 20
 
 
-def worker_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SWE_STREAM_")}
-    env["PYTHONPATH"] = str(REPO_ROOT)
-    env["SWE_STREAM_WORKER_DATA_DIR"] = str(
-        Path(os.environ.get("TMPDIR", "/tmp")) / "swe-stream-test"
-    )
-    return env
-
-
 @pytest.fixture
 def worker_log(tmp_path: Path) -> Path:
     return tmp_path / "worker.log"
-
-
-def stop(process: subprocess.Popen[bytes]) -> int:
-    process.send_signal(signal.SIGTERM)
-    try:
-        return process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        raise
-
-
-def wait_for_metrics(port: int, process: subprocess.Popen[bytes], log: Path) -> str:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"worker exited early:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as reply:
-                return reply.read().decode()
-        except OSError:
-            time.sleep(0.2)
-    pytest.fail(f"worker never served /metrics:\n{log.read_text()[-3000:]}")
-
-
-async def produce(bootstrap: str, records: list[tuple[bytes, bytes]]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
-    await producer.start()
-    try:
-        for key, value in records:
-            await producer.send_and_wait(HEARD.name, key=key, value=value)
-    finally:
-        await producer.stop()
-
-
-async def read(
-    bootstrap: str,
-    topic: str,
-    count: int,
-    worker: subprocess.Popen[bytes] | None = None,
-    timeout: float = 120,
-) -> list[tuple[bytes, bytes]]:
-    """At least ``count`` records of ``topic``; fails early if ``worker`` dies meanwhile."""
-    consumer = AIOKafkaConsumer(
-        topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", group_id=None
-    )
-    await consumer.start()
-    found: list[tuple[bytes, bytes]] = []
-    try:
-        async with asyncio.timeout(timeout):
-            while len(found) < count:
-                if worker is not None and worker.poll() is not None:
-                    raise AssertionError(f"worker exited with {worker.returncode}")
-                batch = await consumer.getmany(timeout_ms=500)
-                found += [(m.key, m.value) for msgs in batch.values() for m in msgs]
-    finally:
-        await consumer.stop()
-    return found
-
-
-async def create_test_topics(bootstrap: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics(
-            [
-                NewTopic(HEARD.name, 4, 1),
-                NewTopic(HEARD.dlq_name, 4, 1),
-                NewTopic(SHOUTED.name, 4, 1),
-            ]
-        )
-    finally:
-        await admin.close()
 
 
 @pytest.fixture
