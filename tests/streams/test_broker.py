@@ -96,15 +96,16 @@ def test_broker_command_stops_its_broker_on_signal(sig: signal.Signals, tmp_path
         process.wait()
         returncode = None
     took = time.monotonic() - sent
-    log_line = re.search(r"log: (\S+)", stderr.read_text())
+    said = stderr.read_text()
+    log_line = re.search(r"log: (\S+)", said)
     broker_log = Path(log_line[1]) if log_line else None
     diagnostics = (
         f"after {took:.1f} s; broker alive: {not gone(pid, timeout=0)};\n"
-        f"command stderr:\n{stderr.read_text()}\n"
+        f"command stderr:\n{said}\n"
         f"broker log:\n{broker_log.read_text() if broker_log and broker_log.exists() else '-'}"
     )
     assert returncode == 0, diagnostics
-    assert f"signal {int(sig)}: stopping the embedded broker" in stderr.read_text(), diagnostics
+    assert f"signal {int(sig)}: stopping the embedded broker" in said, diagnostics
     assert gone(pid), "broker outlived the command"
 
 
