@@ -31,9 +31,7 @@ import logging
 import os
 import re
 import shlex
-import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -61,20 +59,6 @@ AGENT_OUTPUT_CHARS = 10_000
 # exit codes of a check that did not run: pytest's internal (3) and usage (4) errors, and
 # the shell's "not executable" (126) and "not found" (127)
 NOT_RUN = {3, 4, 126, 127}
-
-# instance ids being evaluated in this process: the images of one are dropped (cache level)
-# only when its last evaluation ends, not under another one still running
-_evaluating: Counter[str] = Counter()
-_evaluating_lock = threading.Lock()
-
-
-def _release(instance_id: str, environment: Environment | None) -> None:
-    with _evaluating_lock:
-        _evaluating[instance_id] -= 1
-        if _evaluating[instance_id] <= 0:
-            del _evaluating[instance_id]
-            if environment is not None:
-                environment.release()
 
 
 @dataclass
@@ -254,12 +238,11 @@ class HarnessEngine:
             total_duration_secs=0,
         )
         setup_started = time.monotonic()
-        with _evaluating_lock:
-            _evaluating[task.instance_id] += 1
         try:
+            # the images a cache level drops are this evaluation's own (see
+            # EnvironmentBuilder), so it drops them when it ends, whoever else runs the task
             environment = self.validator.environment(task.repo, task.base_commit, task.instance_id)
         except Exception as exc:  # clone, build, unsupported: all are the setup's failure
-            _release(task.instance_id, None)
             result.error = f"{type(exc).__name__}: {exc}"[:2000]
             return self._finish(result, task, started, None, "")
         finally:
@@ -315,7 +298,7 @@ class HarnessEngine:
             log.exception("harness: %s failed", task.id)
             result.status, result.error = "test_error", f"{type(exc).__name__}: {exc}"[:2000]
         finally:
-            _release(task.instance_id, environment)
+            environment.release()
         return self._finish(result, task, started, graded, patch)
 
     def _finish(

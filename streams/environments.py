@@ -216,6 +216,13 @@ class EnvironmentBuilder:
     or a second validation of the same PR in this one (a record delivered again after a
     restart), builds its own, so dropping one never pulls an image, or a cached build step
     (see ``_from``), from under the other. Kept layers share one tag, so everyone reuses them.
+
+    No build consults the engine's build cache (``nocache``): reuse is by tag, and a step
+    taken from the cache would stand on another build's steps. More to the point, the
+    classic builder's cache probe lists the parent image's children and then reads each one;
+    a child removed in between (another build dropping its layer) fails the whole build with
+    ``unable to find image "sha256:..."``. With 150 children on the parent and three
+    processes building and dropping layers on it, 2 of 170 builds failed that way here.
     """
 
     def __init__(self, client: Any, base_image: str, cache_level: str = "env"):
@@ -237,11 +244,11 @@ class EnvironmentBuilder:
 
     @staticmethod
     def _from(parent: str, owner: str | None) -> str:
-        """The Dockerfile's first lines. A dropped layer starts with a step of its own build:
-        the classic builder reuses any earlier build's identical steps as its cache, and
-        removing an image deletes the untagged steps under it, so another build dropping the
-        same layer would delete steps ours is standing on ("imagedb/content/sha256/...: no
-        such file or directory")."""
+        """The Dockerfile's first lines. A dropped layer starts with a step naming its build,
+        so its steps are its own even for an engine that would take identical steps from its
+        cache: removing an image deletes the untagged steps under it, and another build
+        dropping the same layer would delete steps ours is standing on
+        ("imagedb/content/sha256/...: no such file or directory")."""
         return f"FROM {parent}\n" + (f"LABEL {OWNER_LABEL}={owner}\n" if owner else "")
 
     def _existing(self, tag: str) -> Any | None:
@@ -267,6 +274,7 @@ class EnvironmentBuilder:
                 tag=tag,
                 rm=True,
                 forcerm=True,
+                nocache=True,  # see the class's docstring
                 labels={LABEL: layer},
             )
         except docker.errors.BuildError as exc:

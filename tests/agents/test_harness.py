@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from aiokafka import AIOKafkaProducer
+from prometheus_client import REGISTRY
 
 from agents.export import find_task_dirs, write_task_dir
 from agents.extract import Extract
@@ -40,6 +41,7 @@ from schemas import (
 from schemas.harness import HarnessReport
 from schemas.workspace import TaskWorkspace
 from streams.demo import make_demo_repository
+from streams.environments import INSTANCE_REPOSITORY, process_tag
 from streams.git import RepoCache
 from streams.sandbox import Limits
 from streams.settings import DockerSettings, ExtractSettings, ValidateSettings
@@ -344,6 +346,36 @@ def test_evaluate_all_reports_each_task_once(
         )
     )
     assert report.total == 2 and report.unresolved == 2 and seen == ["unresolved"] * 2
+
+
+def our_instance_images(docker_client: Any) -> set[str]:
+    """The instance images this process built and has not dropped."""
+    return {
+        tag
+        for image in docker_client.images.list(name=INSTANCE_REPOSITORY)
+        for tag in image.tags
+        if tag.endswith(process_tag())
+    }
+
+
+def instance_builds() -> float:
+    labels = {"layer": "instance", "result": "built"}
+    return REGISTRY.get_sample_value("swe_stream_images_total", labels) or 0.0
+
+
+def test_evaluations_of_one_task_at_once_each_drop_their_own_images(
+    made: Any, docker_client: Any, base_image: str, tmp_path: Path
+) -> None:
+    """At the default cache level an instance image belongs to the evaluation that built it:
+    three at once build three, and drop all three (one CI run's escape tests left 11 behind,
+    children of the env image that slowed every later build's cache probe)."""
+    before = our_instance_images(docker_client)
+    engine = engine_for(made, docker_client, base_image, tmp_path, agent_command="true")
+    builds = instance_builds()
+    report = asyncio.run(evaluate_all(engine, [made[0] / "tasks" / TASK] * 3, parallel=3))
+    assert report.total == 3 and report.unresolved == 3
+    assert instance_builds() - builds == 3  # each its own
+    assert our_instance_images(docker_client) == before
 
 
 def test_keep_containers_leaves_the_agents_container(

@@ -9,6 +9,7 @@ import sys
 import tarfile
 from typing import Any
 
+import docker.errors
 import pytest
 
 from streams.environments import EnvironmentBuilder, InstallRecipe, TreeFiles, process_tag
@@ -143,3 +144,35 @@ def test_kept_layers_are_shared_and_a_long_task_id_fits_a_tag(
         assert (reused.tag, reused.id, reused.built) == (instance.tag, instance.id, False)
     finally:
         docker_client.images.remove(instance.tag, force=True)
+
+
+def test_a_build_takes_no_step_from_the_engines_cache(docker_client: Any, base_image: str) -> None:
+    """Reuse is by tag only. The classic builder's cache probe lists the parent image's
+    children and then reads each: a child another build drops in between fails ours with
+    'unable to find image "sha256:..."' (2 of 170 builds here, with three processes building
+    and dropping layers on one parent). So a build whose tag is gone builds every step anew,
+    even with the old steps still on the engine."""
+    builder = EnvironmentBuilder(docker_client, base_image, "instance")
+    env = builder.env_image("swe-stream-test/layers", RECIPE)
+    instance_id = f"swe-stream-test__cache-{process_tag()}"
+    first = builder.instance_image(instance_id, env, tree(), RECIPE)
+    kept = set(steps(docker_client, env.id))
+    first_steps = set(steps(docker_client, first.id)) - kept
+    keep = f"swe-stream-test/cache-kept:{process_tag()}"
+    try:
+        docker_client.api.tag(first.id, keep)  # so its steps stay behind
+        docker_client.images.remove(first.tag)
+        for step in first_steps:
+            docker_client.images.get(step)
+        second = builder.instance_image(instance_id, env, tree(), RECIPE)
+        try:
+            assert second.built and second.tag == first.tag
+            second_steps = set(steps(docker_client, second.id)) - kept
+            assert second_steps and not second_steps & first_steps
+        finally:
+            docker_client.images.remove(second.tag, force=True)
+    finally:
+        docker_client.images.remove(keep, force=True)
+    for step in first_steps:  # all gone with it
+        with pytest.raises(docker.errors.ImageNotFound):
+            docker_client.images.get(step)
