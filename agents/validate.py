@@ -42,6 +42,7 @@ from streams.environments import (
     InstallRecipe,
     TreeFiles,
     detect_recipe,
+    remove_orphan_images,
 )
 from streams.git import RepoCache
 from streams.sandbox import Limits, Sandbox, remove_orphans
@@ -269,12 +270,14 @@ class Validator:
     def client(self) -> Any:
         if self._client is None:
             self._client = self._docker_client()
-            # containers of a worker killed mid-validation would run forever otherwise; a
-            # cleanup that fails is tried again by the next worker, it fails no task
+            # containers of a worker killed mid-validation would run forever otherwise, and
+            # its images would stay; a cleanup that fails is tried again by the next worker,
+            # it fails no task
             try:
                 remove_orphans(self._client)
+                remove_orphan_images(self._client)
             except Exception as error:
-                log.warning("could not look for orphaned sandboxes: %s", error)
+                log.warning("could not look for orphaned sandboxes and images: %s", error)
         return self._client
 
     @property

@@ -61,6 +61,15 @@ def owner_label() -> str:
     return f"{socket.gethostname()}:{pid}:{_process_start(pid) or '-'}"
 
 
+def owner_is_gone(owner: str) -> bool:
+    """Whether ``owner`` (an ``owner_label()``) is a process of this host that no longer runs.
+    Owners on other hosts, and unreadable ones, are never taken for gone."""
+    owner_host, pid, start = [*owner.split(":"), "", "", ""][:3]
+    if owner_host != socket.gethostname() or not pid.isdigit():
+        return False
+    return start == "-" or _process_start(int(pid)) != start
+
+
 def listed_containers(client: Any, label: str) -> list[dict[str, Any]]:
     """Containers (any state) carrying ``label`` (``name`` or ``name=value``), as the engine
     lists them. The low-level list: the high-level one inspects each container it lists, and
@@ -86,15 +95,9 @@ def remove_orphans(client: Any) -> int:
     """Remove the sandbox containers that processes of this host which no longer run left
     behind; containers of live processes and of other hosts are left alone."""
     removed = 0
-    host = socket.gethostname()
     for container in listed_containers(client, OWNER_LABEL):
-        owner = (container.get("Labels") or {}).get(OWNER_LABEL, "")
-        owner_host, pid, start = [*owner.split(":"), "", "", ""][:3]
-        if owner_host != host or not pid.isdigit():
-            continue
-        if start != "-" and _process_start(int(pid)) == start:
-            continue  # its owner is alive: still in use
-        removed += _remove(client, container["Id"])
+        if owner_is_gone((container.get("Labels") or {}).get(OWNER_LABEL, "")):
+            removed += _remove(client, container["Id"])
     if removed:
         log.warning("removed %d sandbox container(s) left by processes that died", removed)
     return removed

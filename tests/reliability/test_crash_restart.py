@@ -112,7 +112,7 @@ class RunResult:
     task_dirs: dict[str, dict[str, bytes]]
     kills: list[int] = field(default_factory=list)  # ledger writes since the start, per kill
     idle_kills: int = 0  # kills that found the work already done
-    orphans: list[str] = field(default_factory=list)  # sandboxes of killed workers left over
+    orphans: list[str] = field(default_factory=list)  # what killed workers left in Docker
     restarts: int = 0
 
 
@@ -229,7 +229,7 @@ async def run_pipeline(
                     await asyncio.sleep(3.0)
         finally:
             worker.stop()
-        result.orphans = sandboxes_of(worker.killed)
+        result.orphans = left_by(worker.killed)
         result.ledger = await read_ledger(bootstrap)
         result.exported = [
             ExportedTask.from_json(r.value)
@@ -247,16 +247,21 @@ async def run_pipeline(
     return result
 
 
-def sandboxes_of(pids: list[int]) -> list[str]:
-    """Sandbox containers (any state) whose owner is one of ``pids`` on this host."""
+def left_by(pids: list[int]) -> list[str]:
+    """Sandbox containers (any state) and images whose owner is one of ``pids`` on this
+    host."""
     import docker
 
+    client = docker.from_env()
     owned = []
-    for container in listed_containers(docker.from_env(), OWNER_LABEL):
-        owner = (container.get("Labels") or {}).get(OWNER_LABEL, "").split(":")
-        host, pid = [*owner, "", ""][:2]
-        if host == socket.gethostname() and pid.isdigit() and int(pid) in pids:
-            owned.append(container["Id"][:12])
+    containers = listed_containers(client, OWNER_LABEL)
+    images = client.api.images(filters={"label": OWNER_LABEL})
+    for kind, found in (("container", containers), ("image", images)):
+        for item in found:
+            owner = (item.get("Labels") or {}).get(OWNER_LABEL, "").split(":")
+            host, pid = [*owner, "", ""][:2]
+            if host == socket.gethostname() and pid.isdigit() and int(pid) in pids:
+                owned.append(f"{kind} {item['Id'][:19]}")
     return owned
 
 

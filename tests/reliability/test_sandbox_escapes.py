@@ -12,7 +12,8 @@ the run's containers, and the host processes carrying the agent's marker.
 
 For every escape: the hostile evaluation ends with a status (never a hang, never an exception
 out of the harness), the escape did not succeed (seen from the host where it can be), the host
-was unaffected, the gold evaluation beside it resolved, and no container of either run is left.
+was unaffected, the gold evaluation beside it resolved, and no container or instance image of
+either run is left.
 Each check has a control that shows it can fail (the host listener is reachable from a
 container that has a network, the search finds the hidden test's name where it is planted, the
 host sees the agent's processes while it runs, the fork bomb and the memory hog really reach
@@ -43,7 +44,7 @@ from agents.harness import RUN_LABEL, HarnessEngine
 from schemas.harness import TaskEvaluation
 from schemas.workspace import TaskWorkspace
 from streams.sandbox import Limits
-from tests.agents.test_harness import TASK, agent_dir, engine_for
+from tests.agents.test_harness import TASK, agent_dir, engine_for, our_instance_images
 from tests.agents.test_harness import made as made  # the module fixture: the exported task
 
 pytestmark = pytest.mark.docker
@@ -233,6 +234,7 @@ def hostile(
         docker_root = docker_client.info()["DockerRootDir"]
         watch = Watch(docker_root, marker)
         before = {p.name: p.read_bytes() for p in directory.iterdir()}
+        images = our_instance_images(docker_client)
         escape = side_by_side(engine, gold_engine, task, docker_client, watch)
         # the promises every escape keeps
         assert escape.result.status in {"agent_error", "unresolved"}, (
@@ -255,6 +257,7 @@ def hostile(
         for run_id in (engine.options.run_id, gold_engine.options.run_id):
             label = f"{RUN_LABEL}={run_id}"
             assert docker_client.containers.list(all=True, filters={"label": label}) == []
+        assert our_instance_images(docker_client) == images  # each run dropped its own
         tail = " | ".join(escape.output.strip().splitlines()[-4:])[-300:]
         print(
             f"\n{marker}: {escape.result.status} ({escape.result.error}); agent "

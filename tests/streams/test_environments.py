@@ -7,12 +7,19 @@ import io
 import subprocess
 import sys
 import tarfile
+import time
 from typing import Any
 
 import docker.errors
 import pytest
 
-from streams.environments import EnvironmentBuilder, InstallRecipe, TreeFiles, process_tag
+from streams.environments import (
+    EnvironmentBuilder,
+    InstallRecipe,
+    TreeFiles,
+    process_tag,
+    remove_orphan_images,
+)
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.docker
@@ -149,7 +156,7 @@ def test_kept_layers_are_shared_and_a_long_task_id_fits_a_tag(
 def test_a_build_takes_no_step_from_the_engines_cache(docker_client: Any, base_image: str) -> None:
     """Reuse is by tag only. The classic builder's cache probe lists the parent image's
     children and then reads each: a child another build drops in between fails ours with
-    'unable to find image "sha256:..."' (2 of 170 builds here, with three processes building
+    'unable to find image "sha256:..."' (6 of 348 builds here, with three processes building
     and dropping layers on one parent). So a build whose tag is gone builds every step anew,
     even with the old steps still on the engine."""
     builder = EnvironmentBuilder(docker_client, base_image, "instance")
@@ -176,3 +183,99 @@ def test_a_build_takes_no_step_from_the_engines_cache(docker_client: Any, base_i
     for step in first_steps:  # all gone with it
         with pytest.raises(docker.errors.ImageNotFound):
             docker_client.images.get(step)
+
+
+# a process builds a task's layers at cache level "base" (both dropped after the task), says
+# which, and dies before its task ends
+DYING_PROCESS = """
+import os, sys
+
+import docker
+
+from streams.environments import EnvironmentBuilder
+from tests.streams.test_environments import RECIPE, tree
+
+builder = EnvironmentBuilder(docker.from_env(), sys.argv[1], "base")
+env = builder.env_image("swe-stream-test/layers", RECIPE)
+instance = builder.instance_image("swe-stream-test__layers-1", env, tree(), RECIPE)
+print(env.tag, instance.tag, flush=True)
+os.kill(os.getpid(), 9)
+"""
+
+
+def test_images_of_a_process_that_died_are_removed_by_the_next_one(
+    docker_client: Any, base_image: str
+) -> None:
+    ours = EnvironmentBuilder(docker_client, base_image, "base")
+    env = ours.env_image("swe-stream-test/layers", RECIPE)
+    instance = ours.instance_image("swe-stream-test__layers-1", env, tree(), RECIPE)
+    try:
+        dying = subprocess.run(
+            [sys.executable, "-c", DYING_PROCESS, base_image],
+            capture_output=True,
+            text=True,
+            cwd=REPO_ROOT,
+            timeout=300,
+            check=False,
+        )
+        assert dying.returncode == -9, dying.stderr[-3000:]
+        left = dying.stdout.split()
+        assert len(left) == 2
+        for tag in left:  # left behind
+            docker_client.images.get(tag)
+        assert remove_orphan_images(docker_client) >= 2
+        for tag in left:
+            assert not docker_client.images.list(name=tag), tag
+        # a live process's images, dropped layers included, are left alone
+        assert docker_client.images.get(instance.tag).id == instance.id
+        assert docker_client.images.get(env.tag).id == env.id
+        assert docker_client.images.get(base_image)
+    finally:
+        ours.release(env, instance)
+
+
+# a process that builds (or reuses) a kept env layer at a given moment, and says which
+AT_ONCE = """
+import sys, time
+
+import docker
+
+from streams.environments import EnvironmentBuilder
+from tests.streams.test_environments import RECIPE
+
+builder = EnvironmentBuilder(docker.from_env(), sys.argv[1], "env")
+time.sleep(max(0.0, float(sys.argv[3]) - time.time()))
+env = builder.env_image(sys.argv[2], RECIPE)
+print(env.tag, env.id, env.built)
+"""
+
+
+def test_processes_wanting_one_kept_layer_at_once_build_it_once(
+    docker_client: Any, base_image: str
+) -> None:
+    """Workers of one host starting on PRs of the same repository: one builds its env image,
+    the others wait for it and reuse it (without the build cache, each would otherwise build
+    its own and all but the last would be left untagged)."""
+    repo = f"swe-stream-test/once-{process_tag()}"
+    start = time.time() + 3  # after every process has imported docker
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", AT_ONCE, base_image, repo, str(start)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO_ROOT,
+        )
+        for _ in range(3)
+    ]
+    outputs = [process.communicate(timeout=300) for process in processes]
+    results = [out.split() for out, _ in outputs]
+    try:
+        for process, (_, err) in zip(processes, outputs, strict=True):
+            assert process.returncode == 0, err[-3000:]
+        assert len({tag for tag, _, _ in results}) == 1
+        assert len({image_id for _, image_id, _ in results}) == 1  # one image
+        assert sorted(built for _, _, built in results) == ["False", "False", "True"]
+    finally:
+        for image_id in {result[1] for result in results if len(result) == 3}:
+            docker_client.images.remove(image_id, force=True)
