@@ -192,11 +192,18 @@ def process_tag() -> str:
 @contextlib.contextmanager
 def _build_lock(tag: str) -> Iterator[None]:
     """Held while one process (or thread) of this host builds ``tag``: a file lock, so it
-    ends with its holder, killed or not."""
-    directory = Path(tempfile.gettempdir()) / "swe-stream-builds"
-    directory.mkdir(exist_ok=True)
+    ends with its holder, killed or not. Where no lock file can be made, builds go on
+    unlocked (at worst one image is built twice)."""
+    directory = Path(tempfile.gettempdir()) / f"swe-stream-builds-{os.getuid()}"
     name = hashlib.sha256(tag.encode()).hexdigest()[:32]
-    with open(directory / f"{name}.lock", "a+b") as lock:
+    try:
+        directory.mkdir(mode=0o700, exist_ok=True)
+        lock = open(directory / f"{name}.lock", "a+b")  # noqa: SIM115 (closed by the with below)
+    except OSError as error:
+        log.warning("building %s without a lock: %s", tag, error)
+        yield
+        return
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 

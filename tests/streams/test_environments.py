@@ -7,7 +7,9 @@ import io
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import docker.errors
@@ -17,6 +19,7 @@ from streams.environments import (
     EnvironmentBuilder,
     InstallRecipe,
     TreeFiles,
+    _build_lock,
     process_tag,
     remove_orphan_images,
 )
@@ -279,3 +282,21 @@ def test_processes_wanting_one_kept_layer_at_once_build_it_once(
     finally:
         for image_id in {result[1] for result in results if len(result) == 3}:
             docker_client.images.remove(image_id, force=True)
+
+
+def test_a_build_lock_that_cannot_be_made_leaves_the_build_unlocked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    not_a_directory = tmp_path / "tmp"
+    not_a_directory.write_text("")  # where the lock directory should go
+    monkeypatch.setattr(tempfile, "tempdir", str(not_a_directory))
+    entered = []
+    with _build_lock("swe-stream/env:x"):
+        entered.append(True)
+    assert entered and "building swe-stream/env:x without a lock" in caplog.text
+    caplog.clear()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with _build_lock("swe-stream/env:x"):  # and where it can be, it is
+        entered.append(True)
+    assert len(entered) == 2 and "without a lock" not in caplog.text
+    assert len(list(tmp_path.glob("swe-stream-builds-*/*.lock"))) == 1
