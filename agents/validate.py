@@ -42,7 +42,6 @@ from streams.environments import (
     InstallRecipe,
     TreeFiles,
     detect_recipe,
-    remove_orphan_images,
 )
 from streams.git import RepoCache
 from streams.sandbox import Limits, Sandbox, remove_orphans
@@ -275,7 +274,6 @@ class Validator:
             # it fails no task
             try:
                 remove_orphans(self._client)
-                remove_orphan_images(self._client)
             except Exception as error:
                 log.warning("could not look for orphaned sandboxes and images: %s", error)
         return self._client

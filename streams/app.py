@@ -143,12 +143,9 @@ def _remove_orphan_sandboxes() -> None:
     try:
         import docker
 
-        from streams.environments import remove_orphan_images
         from streams.sandbox import remove_orphans
 
-        client = docker.from_env(timeout=60)
-        remove_orphans(client)
-        remove_orphan_images(client)
+        remove_orphans(docker.from_env(timeout=60))
     except Exception as exc:  # no Docker here (a worker without validation): nothing to do
         log.debug("no orphan sandboxes removed: %s", exc)
 

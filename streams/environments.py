@@ -36,14 +36,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from streams import metrics
-from streams.sandbox import OWNER_LABEL, owner_is_gone, owner_label
+from streams.sandbox import OWNER_LABEL, owner_label
 
 log = logging.getLogger("swe_stream.environments")
 
 ENV_REPOSITORY = "swe-stream/env"
 INSTANCE_REPOSITORY = "swe-stream/instance"
 LABEL = "org.swe-stream.layer"
-BUILD_LABEL = "org.swe-stream.built-by"  # the build a dropped layer belongs to
 VENV = "/opt/venv"
 TESTBED = "/testbed"
 _TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -237,16 +236,18 @@ class EnvironmentBuilder:
     """Builds (or reuses) env and instance images on the Docker engine behind ``client``.
 
     An image the cache level drops after its task belongs to the one build that made it (its
-    tag and first step name the process and the build): another worker on the same engine,
-    or a second validation of the same PR in this one (a record delivered again after a
-    restart), builds its own, so dropping one never pulls an image, or a cached build step
-    (see ``_from``), from under the other. Kept layers share one tag, so everyone reuses them;
-    one process of a host builds a missing one while the others wait for it.
+    tag names the process and the build; its owner label, the process): another worker on the
+    same engine, or a second validation of the same PR in this one (a record delivered again
+    after a restart), builds its own, so dropping one never pulls an image from under the
+    other. Kept layers share one tag, so everyone reuses them; one process of a host builds a
+    missing one while the others wait for it.
 
-    No build consults the engine's build cache (``nocache``): reuse is by tag, and a step
-    taken from the cache would stand on another build's steps. More to the point, the
-    classic builder's cache probe lists the parent image's children and then reads each one;
-    a child removed in between (another build dropping its layer) fails the whole build with
+    No build consults the engine's build cache (``nocache``): reuse is by tag. A step taken
+    from the cache would stand on another build's steps, and removing an image deletes the
+    untagged steps under it ("imagedb/content/sha256/...: no such file or directory" in a
+    build whose steps another process's build had made). And the classic builder's cache
+    probe lists the parent image's children and then reads each one: a child removed in
+    between (another build dropping its layer) fails the whole build with
     ``unable to find image "sha256:..."``. With 150 children on the parent and three
     processes building and dropping layers on it, 6 of 348 builds failed that way here (and
     0 of 345 without the cache).
@@ -269,15 +270,6 @@ class EnvironmentBuilder:
         # a tag is at most 128 characters
         return f"{repository}:{_tag(name, 128 - len(suffix))}{suffix}"
 
-    @staticmethod
-    def _from(parent: str, owner: str | None) -> str:
-        """The Dockerfile's first lines. A dropped layer starts with a step naming its build,
-        so its steps are its own even for an engine that would take identical steps from its
-        cache: removing an image deletes the untagged steps under it, and another build
-        dropping the same layer would delete steps ours is standing on
-        ("imagedb/content/sha256/...: no such file or directory")."""
-        return f"FROM {parent}\n" + (f"LABEL {BUILD_LABEL}={owner}\n" if owner else "")
-
     def _existing(self, tag: str) -> Any | None:
         import docker.errors
 
@@ -287,16 +279,16 @@ class EnvironmentBuilder:
             return None
 
     def _build(
-        self, tag: str, dockerfile: str, files: dict[str, bytes], layer: str, dropped: bool
+        self, tag: str, dockerfile: str, files: dict[str, bytes], layer: str, owner: str | None
     ) -> BuiltImage:
         labels = {LABEL: layer}
-        if dropped:  # removed after its task, or by the next process if this one dies first
+        if owner:  # dropped after its task, or by the next process if this one dies first
             labels[OWNER_LABEL] = owner_label()
 
         started = time.monotonic()
         # a kept layer is built once per host: a process wanting it while another builds it
         # waits and reuses that image (a dropped layer is this build's alone)
-        with contextlib.nullcontext() if dropped else _build_lock(tag):
+        with contextlib.nullcontext() if owner else _build_lock(tag):
             existing = self._existing(tag)
             if existing is not None:
                 metrics.IMAGES.labels(layer=layer, result="reused").inc()
@@ -349,7 +341,7 @@ class EnvironmentBuilder:
         ).encode()
         run = " && ".join(recipe.env_commands) or "true"
         dockerfile = (
-            self._from(self.base_image, owner)
+            f"FROM {self.base_image}\n"
             # registry images such as python:3.12-slim lack git (patches are applied with it)
             + "RUN command -v git >/dev/null || (apt-get update && apt-get install -y "
             "--no-install-recommends git patch && rm -rf /var/lib/apt/lists/*)\n"
@@ -359,7 +351,7 @@ class EnvironmentBuilder:
             "COPY env/ /opt/swe-env/\n"
             f"RUN {run}\n"
         )
-        return self._build(tag, dockerfile, files, "env", dropped=owner is not None)
+        return self._build(tag, dockerfile, files, "env", owner)
 
     def instance_image(
         self, instance_id: str, env: BuiltImage, tree: TreeFiles, recipe: InstallRecipe
@@ -370,13 +362,12 @@ class EnvironmentBuilder:
         tag = self._layer_tag(INSTANCE_REPOSITORY, instance_id, digest.hexdigest()[:12], owner)
         run = " && ".join(recipe.install_commands)
         dockerfile = (
-            self._from(env.tag, owner)
+            f"FROM {env.tag}\n"
             + f"ADD testbed.tar {TESTBED}/\nWORKDIR {TESTBED}\nRUN {GIT_BASE}\n"
             + (f"RUN {run}\n" if run else "")
             + f"RUN {GIT_IGNORE_BUILT}\n"
         )
-        files = {"testbed.tar": tree.tar_bytes}
-        return self._build(tag, dockerfile, files, "instance", dropped=owner is not None)
+        return self._build(tag, dockerfile, {"testbed.tar": tree.tar_bytes}, "instance", owner)
 
     def release(self, env: BuiltImage, instance: BuiltImage) -> None:
         """Drop the layers the cache level does not keep."""
@@ -389,26 +380,3 @@ class EnvironmentBuilder:
                 self.client.images.remove(image.tag, force=True)
             except docker.errors.APIError as exc:
                 log.warning("could not remove %s: %s", image.tag, exc)
-
-
-def remove_orphan_images(client: Any) -> int:
-    """Remove the images of dropped layers whose builder, a process of this host, died before
-    its task ended (SIGKILL, OOM): nobody else uses them, and an always-on worker restarted
-    after each crash would otherwise leave one or two images per crash behind."""
-    import docker.errors
-
-    images = client.api.images(filters={"label": OWNER_LABEL})
-    orphans = [i for i in images if owner_is_gone((i.get("Labels") or {}).get(OWNER_LABEL, ""))]
-    removed = 0
-    # newest first: a dropped instance image stands on its build's dropped env image
-    for image in sorted(orphans, key=lambda i: i.get("Created", 0), reverse=True):
-        try:
-            client.api.remove_image(image["Id"], force=True)
-            removed += 1
-        except docker.errors.NotFound:  # removed meanwhile by another process
-            continue
-        except docker.errors.APIError as error:
-            log.debug("could not remove image %s: %s", image["Id"][:19], error)
-    if removed:
-        log.warning("removed %d image(s) left by processes that died", removed)
-    return removed

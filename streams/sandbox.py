@@ -93,13 +93,37 @@ def _remove(client: Any, container_id: str) -> bool:
 
 def remove_orphans(client: Any) -> int:
     """Remove the sandbox containers that processes of this host which no longer run left
-    behind; containers of live processes and of other hosts are left alone."""
+    behind, then their images; those of live processes and of other hosts are left alone."""
     removed = 0
     for container in listed_containers(client, OWNER_LABEL):
         if owner_is_gone((container.get("Labels") or {}).get(OWNER_LABEL, "")):
             removed += _remove(client, container["Id"])
     if removed:
         log.warning("removed %d sandbox container(s) left by processes that died", removed)
+    remove_orphan_images(client)  # only once the containers standing on them are gone
+    return removed
+
+
+def remove_orphan_images(client: Any) -> int:
+    """Remove the images of dropped layers whose builder, a process of this host, died before
+    its task ended (SIGKILL, OOM): nobody else uses them, and an always-on worker restarted
+    after each crash would otherwise leave one or two images per crash behind."""
+    import docker.errors
+
+    images = client.api.images(filters={"label": OWNER_LABEL})
+    orphans = [i for i in images if owner_is_gone((i.get("Labels") or {}).get(OWNER_LABEL, ""))]
+    removed = 0
+    # newest first: a dropped instance image stands on its build's dropped env image
+    for image in sorted(orphans, key=lambda i: i.get("Created", 0), reverse=True):
+        try:
+            client.api.remove_image(image["Id"], force=True)
+            removed += 1
+        except docker.errors.NotFound:  # removed meanwhile by another process
+            continue
+        except docker.errors.APIError as error:
+            log.debug("could not remove image %s: %s", image["Id"][:19], error)
+    if removed:
+        log.warning("removed %d image(s) left by processes that died", removed)
     return removed
 
 

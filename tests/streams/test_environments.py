@@ -21,8 +21,8 @@ from streams.environments import (
     TreeFiles,
     _build_lock,
     process_tag,
-    remove_orphan_images,
 )
+from streams.sandbox import remove_orphan_images
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.docker
