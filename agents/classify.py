@@ -19,26 +19,23 @@ and ledger), never a silent switch to the heuristic.
 
 from __future__ import annotations
 
-import logging
 import math
 import posixpath
 from typing import Protocol
 
 from pydantic import BaseModel, Field, model_validator
 
+from agents.backends import HEURISTIC, choose_backend
 from agents.paths import file_kind
 from agents.prompts import CLASSIFY_SYSTEM, CLASSIFY_USER, clip, render
 from schemas import ClassifiedPullRequest, EnrichedPullRequest
 from schemas.pull_requests import Difficulty
-from streams.llm import LLMClient, Tool
-from streams.settings import ClassifySettings
-from streams.stage import Outcome, Stage
-from streams.topics import CLASSIFIED, ENRICHED
-
-log = logging.getLogger("swe_stream.classify")
+from streams.clients.llm import LLMClient, Tool
+from streams.core.settings import ClassifySettings
+from streams.kafka.topics import CLASSIFIED, ENRICHED
+from streams.pipeline.stage import Outcome, Stage
 
 STAGE = "classify"
-HEURISTIC = "heuristic"
 
 # swe-forge's score bands per difficulty
 BANDS: dict[str, tuple[float, float]] = {
@@ -166,21 +163,6 @@ class LLMClassifier:
             CLASSIFY_TOOL, classify_messages(pr), purpose=STAGE, max_tokens=300
         )
         return result.arguments
-
-
-def choose_backend(backend: str, llm: LLMClient, stage: str) -> str:
-    """``llm`` or ``heuristic`` for a stage's ``backend`` setting; ``auto`` announces which
-    (classify and score choose the same way)."""
-    if backend == "llm" or (backend == "auto" and llm.configured):
-        return "llm"
-    if backend == "auto":
-        log.warning(
-            "%s: no LLM API key configured (llm.api_key / OPENROUTER_API_KEY): using the "
-            "heuristic backend; records say it was %s",
-            stage,
-            HEURISTIC,
-        )
-    return HEURISTIC
 
 
 def make_classifier(backend: str, llm: LLMClient) -> Classifier:

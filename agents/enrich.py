@@ -32,9 +32,9 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from agents.bots import is_bot
 from agents.linked_issues import parse_linked_issues
 from agents.paths import file_kind
-from agents.prefilter import is_bot
 from schemas import (
     ChangedFile,
     EnrichedPullRequest,
@@ -42,11 +42,11 @@ from schemas import (
     PullRequestCandidate,
     RepositoryInfo,
 )
-from streams import metrics
-from streams.github import GitHubClient, GitHubNotFound
-from streams.settings import EnrichSettings
-from streams.stage import Outcome, Stage
-from streams.topics import CANDIDATES, ENRICHED
+from streams.clients.github import GitHubClient, GitHubNotFound
+from streams.core import metrics
+from streams.core.settings import EnrichSettings
+from streams.kafka.topics import CANDIDATES, ENRICHED
+from streams.pipeline.stage import Outcome, Stage
 
 log = logging.getLogger("swe_stream.enrich")
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 from agents.paths import file_kind, language_of
 from schemas import ClassifiedPullRequest, PatchSet, instance_id_for
-from streams.git import FileDiff, RepoCache
-from streams.settings import ExtractSettings
-from streams.stage import Outcome, Stage
-from streams.topics import CLASSIFIED, PATCHES
+from streams.clients.git import FileDiff, RepoCache
+from streams.core.settings import ExtractSettings
+from streams.kafka.topics import CLASSIFIED, PATCHES
+from streams.pipeline.stage import Outcome, Stage
 
 STAGE = "extract"
 

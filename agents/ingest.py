@@ -1,7 +1,7 @@
 """Stage ``ingest``: GH Archive hours -> ``gharchive.pull-request-events``.
 
 Ingest is the source of the graph, a producer rather than a Faust agent (it reads GH Archive,
-not Kafka). For every hour: stream the compressed bytes (``streams.gharchive``), decompress,
+not Kafka). For every hour: stream the compressed bytes (``streams.clients.gharchive``), decompress,
 prefilter and normalise them (``agents.ingest_scan``), publish each PullRequestEvent keyed
 ``owner/repo#number``, then record the hour in the compacted ``gharchive.hours`` ledger, only
 after every record was acknowledged. A ``done`` hour is skipped on the next run unless forced;
@@ -25,11 +25,11 @@ from typing import Any
 
 from agents.ingest_scan import HourScanner, ScanProblem
 from schemas import HourLedgerEntry, IngestDeadLetter
-from streams import metrics
-from streams.gharchive import DownloadError, GHArchiveClient, HourNotPublished, HourSource
-from streams.kafka import read_topic_to_end
-from streams.settings import GHArchiveSettings
-from streams.topics import GHARCHIVE_DLQ, GHARCHIVE_HOURS, PULL_REQUEST_EVENTS
+from streams.clients.gharchive import DownloadError, GHArchiveClient, HourNotPublished, HourSource
+from streams.core import metrics
+from streams.core.settings import GHArchiveSettings
+from streams.kafka.client import read_topic_to_end
+from streams.kafka.topics import GHARCHIVE_DLQ, GHARCHIVE_HOURS, PULL_REQUEST_EVENTS
 
 log = logging.getLogger("swe_stream.ingest")
 
@@ -415,7 +415,7 @@ async def following_hours(
 ) -> AsyncIterator[HourSource]:
     """Hours from ``first`` on (to ``last`` if given, else forever): each hour is handed over
     as soon as the one before it was, and ``Ingestor`` waits for it to be published."""
-    from streams.gharchive import hour_name, sources_for_hours
+    from streams.clients.gharchive import hour_name, sources_for_hours
 
     moment = first
     while last is None or moment <= last:
@@ -454,7 +454,12 @@ async def plan_sources(
     selection: HourSelection, client: GHArchiveClient, base_url: str
 ) -> tuple[Iterable[HourSource] | AsyncIterator[HourSource], int | None]:
     """The hour sources of ``selection`` and how many there are (None: endless)."""
-    from streams.gharchive import hours_between, parse_hour, resolve_sources, sources_for_hours
+    from streams.clients.gharchive import (
+        hours_between,
+        parse_hour,
+        resolve_sources,
+        sources_for_hours,
+    )
 
     if selection.sources:
         sources = resolve_sources(list(selection.sources), base_url)

@@ -18,12 +18,13 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
+from agents.bots import is_bot
 from schemas import PullRequestCandidate, RawPullRequestEvent
-from streams import metrics
-from streams.ledger import Ledger
-from streams.settings import PrefilterSettings
-from streams.stage import Outcome, Stage
-from streams.topics import CANDIDATES, PULL_REQUEST_EVENTS
+from streams.core import metrics
+from streams.core.settings import PrefilterSettings
+from streams.kafka.topics import CANDIDATES, PULL_REQUEST_EVENTS
+from streams.pipeline.ledger import Ledger
+from streams.pipeline.stage import Outcome, Stage
 
 STAGE = "prefilter"
 
@@ -54,12 +55,6 @@ class PrefilterRules:
             allow_repos=tuple(p.lower() for p in settings.allow_repos),
             deny_repos=tuple(p.lower() for p in settings.deny_repos),
         )
-
-
-def is_bot(login: str, bots: frozenset[str] = frozenset()) -> bool:
-    """GitHub Apps log in as ``name[bot]``; older bots are plain accounts, listed in ``bots``."""
-    lowered = login.lower()
-    return lowered.endswith("[bot]") or lowered in bots
 
 
 def repo_matches(repo: str, patterns: tuple[str, ...]) -> bool:

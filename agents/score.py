@@ -18,14 +18,14 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from agents.classify import HEURISTIC, choose_backend
+from agents.backends import HEURISTIC, choose_backend
 from agents.prompts import SCORE_SYSTEM, SCORE_USER, clip, render
 from schemas import ScoredTask, ValidatedTask
 from schemas.pull_requests import Difficulty
-from streams.llm import LLMClient, Tool
-from streams.settings import ScoreSettings
-from streams.stage import Outcome, Stage
-from streams.topics import SCORED, VALIDATED
+from streams.clients.llm import LLMClient, Tool
+from streams.core.settings import ScoreSettings
+from streams.kafka.topics import SCORED, VALIDATED
+from streams.pipeline.stage import Outcome, Stage
 
 STAGE = "score"
 BELOW_THRESHOLD = "quality_below_threshold"

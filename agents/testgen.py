@@ -32,19 +32,26 @@ from pydantic import BaseModel, Field, ValidationError
 
 from agents.paths import is_test_path
 from agents.prompts import TESTGEN_SYSTEM, TESTGEN_USER, clip, render
-from agents.validate import (
+from schemas import PatchSet
+from streams.clients.llm import (
+    LLMClient,
+    Tool,
+    call_arguments,
+    call_name,
+    describe_error,
+    echo_call,
+)
+from streams.core import metrics
+from streams.core.settings import TestgenSettings
+from streams.evaluation.environments import TreeFiles
+from streams.evaluation.sandbox import ExecResult, Limits, Sandbox
+from streams.evaluation.validator import (
     PATCH_DIR,
     Environment,
     GeneratedTests,
     Proof,
     ValidationFailed,
 )
-from schemas import PatchSet
-from streams import metrics
-from streams.environments import TreeFiles
-from streams.llm import LLMClient, Tool, call_arguments, call_name, describe_error, echo_call
-from streams.sandbox import ExecResult, Limits, Sandbox
-from streams.settings import TestgenSettings
 
 log = logging.getLogger("swe_stream.testgen")
 
@@ -163,7 +170,8 @@ def tree_summary(tree: TreeFiles, limit: int = 200) -> str:
 
 
 class AgenticTestGenerator:
-    """Plugs into ``Validator`` (``testgen=``) as its test generation."""
+    """Plugs into the validate stage (``ValidateStage(validator, testgen)``) as its test
+    generation."""
 
     def __init__(
         self,

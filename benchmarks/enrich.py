@@ -4,7 +4,7 @@
 
 Both runs take fixture hour 0 through the real code: the ingest scanner (normalised records),
 ``agents.prefilter`` with the default rules, then ``agents.enrich`` with a real
-``GitHubClient`` talking HTTP to a GitHub look-alike on 127.0.0.1 (``tests.github_server``):
+``GitHubClient`` talking HTTP to a GitHub look-alike on 127.0.0.1 (``tests.fakes.github_server``):
 
 * ``full``: ``2015-01-01-0.json.gz``, the real hour: every candidate carries its PR object;
 * ``slim``: ``2015-01-01-0.slim.json.gz``, the same hour cut to the post-2025-10-07 payloads:
@@ -33,9 +33,9 @@ from agents.enrich import Enricher, EnrichRules, RepositoryCache
 from agents.ingest_scan import HourScanner
 from agents.prefilter import PrefilterRules, prefilter_event
 from schemas import PullRequestCandidate, RawPullRequestEvent
-from streams.github import GitHubClient
-from streams.settings import EnrichSettings, GitHubSettings, PrefilterSettings
-from tests.github_server import FakeGitHub, serve_github, serve_hour
+from streams.clients.github import GitHubClient
+from streams.core.settings import EnrichSettings, GitHubSettings, PrefilterSettings
+from tests.fakes.github_server import FakeGitHub, serve_github, serve_hour
 
 ROOT = Path(__file__).resolve().parent.parent
 GHARCHIVE = ROOT.parent / "shared" / "fixtures" / "gharchive"

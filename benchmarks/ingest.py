@@ -116,9 +116,9 @@ async def publish_all(file: Path, bootstrap: str) -> int:
     from aiokafka import AIOKafkaProducer
 
     from agents.ingest import Ingestor
-    from streams.gharchive import GHArchiveClient, resolve_sources
-    from streams.kafka import KafkaProfile
-    from streams.settings import GHArchiveSettings, KafkaSettings
+    from streams.clients.gharchive import GHArchiveClient, resolve_sources
+    from streams.core.settings import GHArchiveSettings, KafkaSettings
+    from streams.kafka.client import KafkaProfile
 
     profile = KafkaProfile.resolve(KafkaSettings(), bootstrap, embedded=True)
     producer = AIOKafkaProducer(
@@ -162,10 +162,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="timed runs per path (best kept)")
     args = parser.parse_args()
 
-    from streams.broker import EmbeddedBroker
-    from streams.kafka import TopicAdmin
-    from streams.settings import KafkaSettings
-    from streams.topics import ALL_TOPICS
+    from streams.core.settings import KafkaSettings
+    from streams.kafka.broker import EmbeddedBroker
+    from streams.kafka.client import TopicAdmin
+    from streams.kafka.topics import ALL_TOPICS
 
     async def create_topics(bootstrap: str) -> None:
         async with TopicAdmin(bootstrap, KafkaSettings()) as admin:

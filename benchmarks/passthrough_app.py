@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from streams.app import create_app
-from streams.settings import load_settings
+from streams.core.settings import load_settings
+from streams.runtime.app import create_app
 
 SOURCE = os.environ.get("BENCH_SOURCE_TOPIC", "bench.in")
 TARGET = os.environ.get("BENCH_TARGET_TOPIC", "bench.out.faust")

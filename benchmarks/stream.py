@@ -30,9 +30,9 @@ import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from streams.broker import EmbeddedBroker, free_port
-from streams.kafka import KafkaProfile
-from streams.settings import KafkaSettings
+from streams.core.settings import KafkaSettings
+from streams.kafka.broker import EmbeddedBroker, free_port
+from streams.kafka.client import KafkaProfile
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_HOURS = [

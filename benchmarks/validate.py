@@ -28,10 +28,11 @@ from pathlib import Path
 import docker
 
 from agents.extract import Extract
-from agents.validate import Validator
+from agents.validate import ValidateStage
 from schemas import PatchSet, ValidatedTask
-from streams.git import RepoCache
-from streams.settings import DockerSettings, ExtractSettings, ValidateSettings
+from streams.clients.git import RepoCache
+from streams.core.settings import DockerSettings, ExtractSettings, ValidateSettings
+from streams.evaluation.validator import Validator
 from tests.agents.repo_tasks import classified_for, make_calc_repo
 
 TARGET_SECONDS = 1.5
@@ -45,12 +46,14 @@ async def main_async(rounds: int, runs: int, base_image: str) -> None:
         repos = RepoCache(root / "cache", pr.url_template)
         (patches,) = (await Extract(repos, ExtractSettings(), 1)(classified_for(pr))).outputs
         assert isinstance(patches, PatchSet)
-        validator = Validator(
-            repos,
-            lambda: client,
-            DockerSettings(base_image=base_image, cache_level="instance"),
-            ValidateSettings(runs=runs),
-            1,
+        validator = ValidateStage(
+            Validator(
+                repos,
+                lambda: client,
+                DockerSettings(base_image=base_image, cache_level="instance"),
+                ValidateSettings(runs=runs),
+                1,
+            )
         )
         started = time.monotonic()
         warm = (await validator(patches)).outputs[0]

@@ -1,4 +1,4 @@
-"""The topic value models, in stream-graph order (the topic catalog lives in streams/topics.py)."""
+"""The topic value models, in stream-graph order (the catalog: streams/kafka/topics.py)."""
 
 from __future__ import annotations
 

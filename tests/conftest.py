@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from schemas import InstallConfig, ScoredTask, ValidatedTask, ValidationReport
+from schemas.swebench import SWEBenchInstance
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT.parent / "shared" / "fixtures"
@@ -103,7 +107,7 @@ SWE_STREAM = str(Path(sys.executable).with_name("swe-stream"))
 @pytest.fixture
 def embedded_broker() -> Iterator[Any]:
     """A fresh embedded broker per test: memory-only, so every test starts from nothing."""
-    from streams.broker import BrokerError, EmbeddedBroker
+    from streams.kafka.broker import BrokerError, EmbeddedBroker
 
     broker = EmbeddedBroker()
     try:
@@ -139,11 +143,58 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.longrepr = f"skipped under CI=true: {report.longrepr}"
 
 
+@pytest.fixture(scope="session")
+def validated_tasks(fixtures_dir: Path) -> list[ValidatedTask]:
+    """The 10 real SWE-bench rows as validated tasks (FAIL_TO_PASS failed before, passed after)."""
+    tasks = []
+    for name in ("swe-bench-lite-5.json", "swe-bench-dev-5.json"):
+        for row in json.loads((fixtures_dir / "swebench" / name).read_text(encoding="utf-8")):
+            instance = SWEBenchInstance.model_validate(row)
+            report = ValidationReport(
+                image=f"swe-stream/{instance.instance_id}:latest",
+                runs=1,
+                duration_seconds=30.0,
+                before={
+                    **{t: "failed" for t in instance.FAIL_TO_PASS},
+                    **{t: "passed" for t in instance.PASS_TO_PASS},
+                },
+                after={t: "passed" for t in instance.FAIL_TO_PASS + instance.PASS_TO_PASS},
+            )
+            tasks.append(
+                ValidatedTask(
+                    pipeline_version=1,
+                    number=int(instance.instance_id.rsplit("-", 1)[1]),
+                    **instance.model_dump(),
+                    validation=report,
+                    classification="medium",
+                    difficulty_score=0.5,
+                )
+            )
+    return tasks
+
+
+TEST_COMMAND = "python -m pytest -rA"
+
+
+def scored_task(task: ValidatedTask, *, checks: bool = True) -> ScoredTask:
+    """``task`` scored and accepted, with an install config and check commands (unless not
+    ``checks``)."""
+    data = task.model_dump()
+    if checks:
+        data["install_config"] = InstallConfig(
+            language="python", base_image="base:1", env_image="env:1", instance_image="inst:1",
+            install_commands=["pip install -e .", "pip install pytest"], test_command=TEST_COMMAND,
+        )  # fmt: skip
+        tests = data["FAIL_TO_PASS"] + data["PASS_TO_PASS"]
+        data["checks"] = [f"{TEST_COMMAND} {shlex.quote(t)}" for t in tests]
+    return ScoredTask(**data, quality_score=0.8, quality_reasoning="r", accepted=True)
+
+
 # A real HTTP server on 127.0.0.1 serving the GH Archive fixture hours (with fault injection).
-from tests.gharchive_server import FakeGHArchive, gharchive_server  # noqa: E402, F401
+from tests.fakes.gharchive_server import FakeGHArchive, gharchive_server  # noqa: E402, F401
 
 # A real HTTP server on 127.0.0.1 serving the recorded GitHub API answers (with faults).
-from tests.github_server import FakeGitHub, github_server  # noqa: E402, F401
+from tests.fakes.github_server import FakeGitHub, github_server  # noqa: E402, F401
 
 # A real HTTP server on 127.0.0.1 answering chat completions from a per-test script.
-from tests.llm_server import FakeLLM, llm_server  # noqa: E402, F401
+from tests.fakes.llm_server import FakeLLM, llm_server  # noqa: E402, F401

@@ -1,9 +1,9 @@
-"""Real git repositories for tests (``streams.local_repo``), plus what only tests need: more
+"""Real git repositories for tests (``streams.offline.local_repo``), plus what only tests need: more
 pull requests pushed as ``refs/pull/<n>/head`` without a merge."""
 
 from __future__ import annotations
 
-from streams.local_repo import (
+from streams.offline.local_repo import (
     EPOCH,
     PullRequestRepo,
     commit_files,

@@ -1,5 +1,5 @@
 """A worker run as a subprocess by the tests: its environment, its stop, its metrics, and the
-shout topics (``tests.streams.shout_stage``) it reads and writes on the embedded broker."""
+shout topics (``tests.fakes.shout_stage``) it reads and writes on the embedded broker."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from streams.offline.world import OfflineWorld
 from tests.conftest import REPO_ROOT
-from tests.streams.shout_stage import HEARD, SHOUTED
+from tests.fakes.shout_stage import HEARD, SHOUTED
 
 
 def worker_env() -> dict[str, str]:
@@ -98,3 +99,20 @@ async def create_test_topics(bootstrap: str) -> None:
         )
     finally:
         await admin.close()
+
+
+# the offline world's task, and a worker's environment pointed at that world
+TASK = "swe-stream-demo-units-1"
+
+
+def env_for(world: OfflineWorld, data: Path) -> dict[str, str]:
+    env = {k: v for k, v in worker_env().items() if k != "OPENROUTER_API_KEY"}
+    return env | {
+        "SWE_STREAM_GHARCHIVE_BASE_URL": world.gharchive_url,
+        "SWE_STREAM_GITHUB_API_URL": world.github_url,
+        "SWE_STREAM_GITHUB_GIT_URL_TEMPLATE": world.git_url_template,
+        "SWE_STREAM_GITHUB_MAX_ATTEMPTS": "1",
+        "SWE_STREAM_WORKER_DATA_DIR": str(data),
+        "SWE_STREAM_CLASSIFY_BACKEND": "heuristic",
+        "SWE_STREAM_SCORE_BACKEND": "heuristic",
+    }

@@ -18,12 +18,9 @@ import pytest
 from agents.ingest_scan import HourScanner
 from schemas import (
     RawPullRequestEvent,
-    SWEBenchInstance,
-    ValidatedTask,
-    ValidationReport,
 )
-from streams.broker import free_port
-from streams.kafka import read_topic_to_end
+from streams.kafka.broker import free_port
+from streams.kafka.client import read_topic_to_end
 from tests.conftest import REPO_ROOT, SWE_STREAM
 from tests.workers import worker_env
 
@@ -107,33 +104,3 @@ async def wait_for(
             pytest.fail(f"worker exited:\n{log.read_text()[-3000:]}")
         await asyncio.sleep(0.5)
     pytest.fail(f"{topic}: {len(values)} < {count} records\n{log.read_text()[-3000:]}")
-
-
-@pytest.fixture(scope="session")
-def validated_tasks(fixtures_dir: Path) -> list[ValidatedTask]:
-    """The 10 real SWE-bench rows as validated tasks (FAIL_TO_PASS failed before, passed after)."""
-    tasks = []
-    for name in ("swe-bench-lite-5.json", "swe-bench-dev-5.json"):
-        for row in json.loads((fixtures_dir / "swebench" / name).read_text(encoding="utf-8")):
-            instance = SWEBenchInstance.model_validate(row)
-            report = ValidationReport(
-                image=f"swe-stream/{instance.instance_id}:latest",
-                runs=1,
-                duration_seconds=30.0,
-                before={
-                    **{t: "failed" for t in instance.FAIL_TO_PASS},
-                    **{t: "passed" for t in instance.PASS_TO_PASS},
-                },
-                after={t: "passed" for t in instance.FAIL_TO_PASS + instance.PASS_TO_PASS},
-            )
-            tasks.append(
-                ValidatedTask(
-                    pipeline_version=1,
-                    number=int(instance.instance_id.rsplit("-", 1)[1]),
-                    **instance.model_dump(),
-                    validation=report,
-                    classification="medium",
-                    difficulty_score=0.5,
-                )
-            )
-    return tasks

@@ -32,14 +32,14 @@ from schemas import (
     LedgerEntry,
     PullRequestCandidate,
 )
-from streams.github import GitHubClient
-from streams.ledger import Ledger, SinkLedgerStore
-from streams.llm import LLMClient
-from streams.settings import ClassifySettings, GitHubSettings, LLMSettings
-from streams.sinks import MemorySink
-from streams.stage import StageRunner
-from streams.topics import CLASSIFIED, ENRICHED, LEDGER
-from tests.github_server import serve_github, serve_hour
+from streams.clients.github import GitHubClient
+from streams.clients.llm import LLMClient
+from streams.core.settings import ClassifySettings, GitHubSettings, LLMSettings
+from streams.kafka.topics import CLASSIFIED, ENRICHED, LEDGER
+from streams.pipeline.ledger import Ledger, SinkLedgerStore
+from streams.pipeline.sinks import MemorySink
+from streams.pipeline.stage import StageRunner
+from tests.fakes.github_server import serve_github, serve_hour
 
 HOUR0 = "2015-01-01-0"
 
@@ -160,7 +160,7 @@ async def test_score_thresholds_reject_outside_the_range(
 def test_auto_backend_announces_the_heuristic_without_a_key(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="swe_stream.classify"):
+    with caplog.at_level(logging.WARNING, logger="swe_stream.backends"):
         classifier = make_classifier("auto", LLMClient(LLMSettings()))
     assert isinstance(classifier, HeuristicClassifier) and classifier.name == "heuristic"
     assert "no LLM API key configured" in caplog.text

@@ -34,15 +34,15 @@ from agents.enrich import (
 )
 from agents.prefilter import PrefilterRules, prefilter_event
 from schemas import DeadLetter, EnrichedPullRequest, LedgerEntry, PullRequestCandidate
-from streams.github import GitHubClient
-from streams.ledger import Ledger, SinkLedgerStore
-from streams.settings import GitHubSettings
-from streams.sinks import MemorySink
-from streams.stage import Stage, StageRunner
-from streams.topics import CANDIDATES, ENRICHED, LEDGER
+from streams.clients.github import GitHubClient
+from streams.core.settings import GitHubSettings
+from streams.kafka.topics import CANDIDATES, ENRICHED, LEDGER
+from streams.pipeline.ledger import Ledger, SinkLedgerStore
+from streams.pipeline.sinks import MemorySink
+from streams.pipeline.stage import Stage, StageRunner
 from tests.agents.conftest import ingest_file, start_stage_worker, wait_for
 from tests.agents.test_prefilter import HOUR0
-from tests.github_server import FakeGitHub, serve_github, serve_hour
+from tests.fakes.github_server import FakeGitHub, serve_github, serve_hour
 from tests.workers import stop, wait_for_metrics
 
 REPO = "sigmavirus24/github3.py"

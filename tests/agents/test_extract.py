@@ -16,12 +16,12 @@ from agents.extract import (
     split_diff,
 )
 from schemas import DeadLetter, LedgerEntry, PatchSet
-from streams.git import FileDiff, RepoCache
-from streams.ledger import Ledger, SinkLedgerStore
-from streams.settings import ExtractSettings
-from streams.sinks import MemorySink
-from streams.stage import Stage, StageRunner
-from streams.topics import CLASSIFIED, LEDGER, PATCHES
+from streams.clients.git import FileDiff, RepoCache
+from streams.core.settings import ExtractSettings
+from streams.kafka.topics import CLASSIFIED, LEDGER, PATCHES
+from streams.pipeline.ledger import Ledger, SinkLedgerStore
+from streams.pipeline.sinks import MemorySink
+from streams.pipeline.stage import Stage, StageRunner
 from tests.agents.repo_tasks import BASE_FILES, classified_for, make_calc_repo
 
 

@@ -18,13 +18,13 @@ from aiokafka import AIOKafkaProducer
 
 from agents.ingest import Ingestor, read_hour_ledger
 from schemas import HourLedgerEntry, IngestDeadLetter, RawPullRequestEvent
-from streams import metrics
-from streams.gharchive import GHArchiveClient, resolve_sources, sources_for_hours
-from streams.kafka import TopicAdmin, read_topic_to_end
-from streams.settings import GHArchiveSettings, KafkaSettings
-from streams.topics import ALL_TOPICS, GHARCHIVE_DLQ, PULL_REQUEST_EVENTS
+from streams.clients.gharchive import GHArchiveClient, resolve_sources, sources_for_hours
+from streams.core import metrics
+from streams.core.settings import GHArchiveSettings, KafkaSettings
+from streams.kafka.client import TopicAdmin, read_topic_to_end
+from streams.kafka.topics import ALL_TOPICS, GHARCHIVE_DLQ, PULL_REQUEST_EVENTS
 from tests.conftest import SWE_STREAM
-from tests.gharchive_server import FakeGHArchive
+from tests.fakes.gharchive_server import FakeGHArchive
 
 pytestmark = pytest.mark.integration
 

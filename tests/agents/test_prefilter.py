@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agents.bots import is_bot
 from agents.prefilter import (
     BOT,
     CLOSED_UNMERGED,
@@ -22,16 +23,15 @@ from agents.prefilter import (
     REPO_NOT_ALLOWED,
     Prefilter,
     PrefilterRules,
-    is_bot,
     prefilter_event,
     repo_matches,
 )
 from schemas import LedgerEntry, PullRequestCandidate, RawPullRequestEvent
-from streams.kafka import read_topic_to_end
-from streams.ledger import Ledger, SinkLedgerStore
-from streams.sinks import MemorySink
-from streams.stage import Outcome, StageRunner
-from streams.topics import CANDIDATES, LEDGER, PULL_REQUEST_EVENTS
+from streams.kafka.client import read_topic_to_end
+from streams.kafka.topics import CANDIDATES, LEDGER, PULL_REQUEST_EVENTS
+from streams.pipeline.ledger import Ledger, SinkLedgerStore
+from streams.pipeline.sinks import MemorySink
+from streams.pipeline.stage import Outcome, StageRunner
 from tests.agents.conftest import ingest_file, start_stage_worker, wait_for
 from tests.workers import stop, wait_for_metrics
 
@@ -176,7 +176,7 @@ async def test_a_pr_final_in_the_ledger_is_skipped_without_any_work(hour_events:
         calls.append(e)
         return await Prefilter(PrefilterRules(), ledger)(e)
 
-    from streams.stage import Stage
+    from streams.pipeline.stage import Stage
 
     runner: StageRunner[Any] = StageRunner(
         Stage("prefilter", PULL_REQUEST_EVENTS, CANDIDATES, counting), sink, 1, ledger

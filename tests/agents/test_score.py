@@ -30,12 +30,12 @@ from schemas import (
     ScoredTask,
     ValidatedTask,
 )
-from streams.ledger import Ledger, SinkLedgerStore
-from streams.llm import LLMClient
-from streams.settings import LLMSettings, ScoreSettings
-from streams.sinks import MemorySink
-from streams.stage import StageRunner
-from streams.topics import CLASSIFIED, ENRICHED, LEDGER, SCORED, VALIDATED
+from streams.clients.llm import LLMClient
+from streams.core.settings import LLMSettings, ScoreSettings
+from streams.kafka.topics import CLASSIFIED, ENRICHED, LEDGER, SCORED, VALIDATED
+from streams.pipeline.ledger import Ledger, SinkLedgerStore
+from streams.pipeline.sinks import MemorySink
+from streams.pipeline.stage import StageRunner
 from tests.agents.conftest import start_stage_worker, wait_for
 from tests.agents.test_classify import llm_settings, request_body
 from tests.workers import stop, wait_for_metrics

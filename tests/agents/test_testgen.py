@@ -32,23 +32,24 @@ from agents.testgen import (
     make_test_generator,
     safe_path,
 )
-from agents.validate import Proof, Validator
+from agents.validate import ValidateStage
 from schemas import LedgerEntry, PatchSet, ValidatedTask, ValidationReport
-from streams.environments import TreeFiles
-from streams.git import RepoCache
-from streams.ledger import Ledger, SinkLedgerStore
-from streams.llm import LLMClient
-from streams.sandbox import Limits
-from streams.settings import (
+from streams.clients.git import RepoCache
+from streams.clients.llm import LLMClient
+from streams.core.settings import (
     DockerSettings,
     ExtractSettings,
     LLMSettings,
     TestgenSettings,
     ValidateSettings,
 )
-from streams.sinks import MemorySink
-from streams.stage import Stage, StageRunner
-from streams.topics import LEDGER, PATCHES, VALIDATED
+from streams.evaluation.environments import TreeFiles
+from streams.evaluation.sandbox import Limits
+from streams.evaluation.validator import Proof, Validator
+from streams.kafka.topics import LEDGER, PATCHES, VALIDATED
+from streams.pipeline.ledger import Ledger, SinkLedgerStore
+from streams.pipeline.sinks import MemorySink
+from streams.pipeline.stage import Stage, StageRunner
 from tests.agents.repo_tasks import (
     BASE_FILES,
     FIXED_OPS,
@@ -56,7 +57,7 @@ from tests.agents.repo_tasks import (
     classified_for,
     make_calc_repo,
 )
-from tests.llm_server import FakeLLM, tool_call_reply
+from tests.fakes.llm_server import FakeLLM, tool_call_reply
 
 GOOD_TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 PASSES_BEFORE = "from calc import sub\n\n\ndef test_sub_zero():\n    assert sub(0, 0) == 0\n"
@@ -168,14 +169,15 @@ async def calc_patches(
 
 def validator_with_testgen(
     repos: RepoCache, docker_client: Any, base_image: str, llm: LLMClient, **testgen: Any
-) -> Validator:
+) -> ValidateStage:
     docker = DockerSettings(base_image=base_image, memory_mb=1024, cpus=1)
     generator = AgenticTestGenerator(
         llm,
         TestgenSettings(**({"max_turns": 20, "command_timeout_seconds": 3} | testgen)),
         Limits.from_settings(docker),
     )
-    return Validator(repos, lambda: docker_client, docker, ValidateSettings(runs=2), 1, generator)
+    validator = Validator(repos, lambda: docker_client, docker, ValidateSettings(runs=2), 1)
+    return ValidateStage(validator, generator)
 
 
 def sample(name: str, **labels: str) -> float:

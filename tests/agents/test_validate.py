@@ -13,79 +13,18 @@ from aiokafka import AIOKafkaProducer
 from prometheus_client import REGISTRY
 
 from agents.extract import Extract
-from agents.validate import (
-    NO_FAIL_TO_PASS,
-    Run,
-    Validator,
-    judge,
-    parse_pytest_output,
-    running_when_killed,
-)
+from agents.validate import ValidateStage
 from schemas import PatchSet, ValidatedTask
-from streams.git import RepoCache
-from streams.settings import DockerSettings, ExtractSettings, ValidateSettings
-from streams.topics import CLASSIFIED, VALIDATED
+from streams.clients.git import RepoCache
+from streams.core.settings import DockerSettings, ExtractSettings, ValidateSettings
+from streams.evaluation.validator import NO_FAIL_TO_PASS, Validator
+from streams.kafka.topics import CLASSIFIED, VALIDATED
 from tests.agents.conftest import start_stage_worker, wait_for
 from tests.agents.repo_tasks import FLAKY, HANGS, classified_for, make_calc_repo, pr_files
 from tests.workers import stop, wait_for_metrics
 
 F2P = ["tests/test_ops.py::test_add"]
 P2P = ["tests/test_ops.py::test_sub", "tests/test_ops.py::test_sub_negative"]
-
-PYTEST_OUTPUT = """\
-============================= test session starts ==============================
-collecting ... collected 4 items
-
-tests/test_ops.py::test_sub PASSED                                       [ 25%]
-tests/test_ops.py::test_add FAILED                                       [ 50%]
-tests/test_ops.py::test_param[a - b] PASSED                              [ 75%]
-tests/test_ops.py::test_skip SKIPPED (no reason)                         [100%]
-
-=========================== short test summary info ============================
-PASSED tests/test_ops.py::test_sub
-FAILED tests/test_ops.py::test_add - assert -1 == 5
-========================= 1 failed, 2 passed, 1 skipped in 0.03s =========================
-"""
-
-
-@pytest.mark.unit
-def test_pytest_output_is_read_per_test() -> None:
-    assert parse_pytest_output(PYTEST_OUTPUT) == {
-        "tests/test_ops.py::test_sub": "passed",
-        "tests/test_ops.py::test_add": "failed",
-        "tests/test_ops.py::test_param[a - b]": "passed",
-    }
-    killed = (
-        "tests/test_ops.py::test_add PASSED [ 50%]\n"
-        "tests/test_ops.py::test_zz_hangs bash: line 1:    46 Killed    timeout -s KILL 5 ...\n"
-    )
-    assert running_when_killed(killed) == "tests/test_ops.py::test_zz_hangs"
-    assert running_when_killed(PYTEST_OUTPUT) is None
-
-
-@pytest.mark.unit
-def test_judge_drops_tests_whose_result_changes() -> None:
-    before = Run({"t::a": "failed", "t::b": "passed", "t::f": "failed"}, 1.0, False)
-    afters = [
-        Run({"t::a": "passed", "t::b": "passed", "t::f": "passed"}, 1.0, False),
-        Run({"t::a": "passed", "t::b": "passed", "t::f": "failed"}, 1.0, False),
-    ]
-    verdict = judge([before], afters)
-    assert verdict.flaky == ["t::f"] and "t::f" not in verdict.before
-    assert verdict.after == {"t::a": "passed", "t::b": "passed"}
-    assert verdict.fail_to_pass == ["t::a"]
-
-
-@pytest.mark.unit
-def test_judge_drops_tests_whose_result_changes_before_the_fix() -> None:
-    befores = [
-        Run({"t::a": "failed", "t::r": "failed"}, 1.0, False),
-        Run({"t::a": "failed", "t::r": "passed"}, 1.0, False),  # t::r fails only sometimes
-    ]
-    afters = [Run({"t::a": "passed", "t::r": "passed"}, 1.0, False)] * 2
-    verdict = judge(befores, afters)
-    assert verdict.flaky == ["t::r"] and verdict.fail_to_pass == ["t::a"]
-    assert "t::r" not in verdict.after
 
 
 def settings(base_image: str, **overrides: Any) -> tuple[DockerSettings, ValidateSettings]:
@@ -104,9 +43,11 @@ async def patches_for(
     return patches, repos
 
 
-def validator(repos: RepoCache, docker_client: Any, base_image: str, **overrides: Any) -> Validator:
+def validator(
+    repos: RepoCache, docker_client: Any, base_image: str, **overrides: Any
+) -> ValidateStage:
     docker, validate = settings(base_image, **overrides)
-    return Validator(repos, lambda: docker_client, docker, validate, 1)
+    return ValidateStage(Validator(repos, lambda: docker_client, docker, validate, 1))
 
 
 def env_images(result: str) -> float:

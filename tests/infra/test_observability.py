@@ -21,10 +21,10 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from schemas import LedgerEntry
-from streams.broker import free_port
-from streams.demo import OfflineWorld, offline_world
+from streams.kafka.broker import free_port
+from streams.offline.world import OfflineWorld, offline_world
 from tests.conftest import REPO_ROOT, SWE_STREAM, unavailable
-from tests.streams.test_runner import TASK, env_for
+from tests.workers import TASK, env_for
 
 INFRA = REPO_ROOT / "infra"
 DASHBOARDS = sorted((INFRA / "grafana" / "dashboards").glob("*.json"))

@@ -28,19 +28,10 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from agents import ingest
-from agents.export import (
-    TaskExporter,
-    dataset_to_task_dirs,
-    load_workspace,
-    read_dataset,
-    task_dir_path,
-    task_dirs_to_dataset,
-    write_task_dir,
-)
-from agents.harness import HarnessEngine, HarnessOptions, harness_stages, write_task_outputs
+from agents.export import TaskExporter
+from agents.harness import harness_stages
 from agents.ingest import HourSelection, Ingestor, plan_sources
 from agents.ingest_scan import HourScanner, ScanOutput, ScanProblem
-from agents.validate import Validator
 from schemas import (
     ALL_RECORD_MODELS,
     DeadLetter,
@@ -56,20 +47,27 @@ from schemas import (
 from schemas.base import REPO_NAME_RE, validate_repo_name
 from schemas.harness import TaskEvaluation
 from schemas.workspace import TaskWorkspace
-from streams import metrics
-from streams.gharchive import GHArchiveClient, resolve_sources
-from streams.ledger import PrFileError, read_pr_file
-from streams.sandbox import Limits
-from streams.settings import (
+from streams.clients.gharchive import GHArchiveClient, resolve_sources
+from streams.core import metrics
+from streams.core.settings import (
     ConfigFileError,
     GHArchiveSettings,
     HarnessSettings,
     load_settings,
     read_yaml_config,
 )
-from streams.sinks import MemorySink
-from streams.stage import Outcome, Stage, StageRunner
-from streams.topics import (
+from streams.evaluation.harness import HarnessEngine, HarnessOptions, write_task_outputs
+from streams.evaluation.sandbox import Limits
+from streams.evaluation.taskdir import (
+    dataset_to_task_dirs,
+    load_workspace,
+    read_dataset,
+    task_dir_path,
+    task_dirs_to_dataset,
+    write_task_dir,
+)
+from streams.evaluation.validator import Validator
+from streams.kafka.topics import (
     GHARCHIVE_DLQ,
     GHARCHIVE_HOURS,
     HARNESS_RESULTS,
@@ -78,6 +76,9 @@ from streams.topics import (
     TopicSpec,
     topic,
 )
+from streams.pipeline.ledger import PrFileError, read_pr_file
+from streams.pipeline.sinks import MemorySink
+from streams.pipeline.stage import Outcome, Stage, StageRunner
 
 # fixtures: the realistic example record of every topic model, built from the shared real data
 from tests.schemas.conftest import examples, gharchive_pr_events, swebench_rows

@@ -35,13 +35,11 @@ import pytest
 
 from agents.ingest_scan import HourScanner
 from schemas import ExportedTask, LedgerEntry, RawPullRequestEvent
-from streams.broker import EmbeddedBroker, free_port
-from streams.demo import demo_pull_request, hour_with_events, make_demo_repository
-from streams.kafka import read_topic_to_end
-from streams.ledger import latest, read_ledger, reason_kind
-from streams.offsets import committed_offsets, topic_bounds
-from streams.sandbox import OWNER_LABEL, listed_containers
-from streams.topics import (
+from streams.evaluation.sandbox import OWNER_LABEL, listed_containers
+from streams.kafka.broker import EmbeddedBroker, free_port
+from streams.kafka.client import read_topic_to_end
+from streams.kafka.offsets import committed_offsets, topic_bounds
+from streams.kafka.topics import (
     CANDIDATES,
     CLASSIFIED,
     ENRICHED,
@@ -53,8 +51,10 @@ from streams.topics import (
     SCORED,
     VALIDATED,
 )
+from streams.offline.world import demo_pull_request, hour_with_events, make_demo_repository
+from streams.pipeline.ledger import latest, read_ledger, reason_kind
 from tests.conftest import REPO_ROOT, SWE_STREAM
-from tests.github_server import FakeGitHub, serve_github, serve_hour
+from tests.fakes.github_server import FakeGitHub, serve_github, serve_hour
 from tests.workers import worker_env
 
 pytestmark = pytest.mark.docker

@@ -9,7 +9,7 @@ GitHub stand-in serving each PR's real PR and repository objects (synthetic file
 the real classify stage with the LLM backend (``LLMClient``) against the LLM stand-in answering
 every request with a valid ``classify_difficulty`` call computed from the PR. Each hour is
 processed as the worker does: through ``StageRunner`` (ledger, DLQ) with the stage's
-concurrency, one ledger per hour. Chaos is seeded per request identity (``tests.chaos``), so a
+concurrency, one ledger per hour. Chaos is seeded per request identity (``tests.fakes.chaos``), so a
 run is deterministic although requests run concurrently.
 """
 
@@ -39,23 +39,23 @@ from schemas import (
     RawPullRequestEvent,
     Record,
 )
-from streams.github import GitHubClient
-from streams.ledger import Ledger, SinkLedgerStore
-from streams.llm import LLMClient
-from streams.settings import (
+from streams.clients.github import GitHubClient
+from streams.clients.llm import LLMClient
+from streams.core.settings import (
     ClassifySettings,
     EnrichSettings,
     GitHubSettings,
     LLMSettings,
     PrefilterSettings,
 )
-from streams.sinks import MemorySink
-from streams.stage import Stage, StageRunner
-from streams.topics import LEDGER
-from tests.github_server import FAULTS as GITHUB_FAULTS
-from tests.github_server import FakeGitHub, serve_github, serve_hour
-from tests.llm_server import FAULTS as LLM_FAULTS
-from tests.llm_server import FakeLLM, serve_llm
+from streams.kafka.topics import LEDGER
+from streams.pipeline.ledger import Ledger, SinkLedgerStore
+from streams.pipeline.sinks import MemorySink
+from streams.pipeline.stage import Stage, StageRunner
+from tests.fakes.github_server import FAULTS as GITHUB_FAULTS
+from tests.fakes.github_server import FakeGitHub, serve_github, serve_hour
+from tests.fakes.llm_server import FAULTS as LLM_FAULTS
+from tests.fakes.llm_server import FakeLLM, serve_llm
 
 pytestmark = pytest.mark.integration
 

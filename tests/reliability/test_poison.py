@@ -5,8 +5,8 @@ valid records whose processing makes the stage raise (its real dependency failin
 
 Two levels:
 
-- per stage (parametrized): the stage exactly as ``streams.topology.pipeline_stages`` builds it
-  from settings, run by ``StageRunner`` into a ``MemorySink``, its dependencies real and
+- per stage (parametrized): the stage exactly as ``streams.runtime.topology.pipeline_stages``
+  builds it from settings, run by ``StageRunner`` into a ``MemorySink``, its dependencies real and
   failing: the GitHub stand-in answering 404 / 503, the LLM stand-in answering prose, 400 or
   503, git remotes and commits that do not exist, a file where export or the harness must make
   a directory, a raw event whose merge sha is not a sha;
@@ -58,15 +58,11 @@ from schemas import (
     instance_id_for,
 )
 from schemas.workspace import task_dir_name
-from streams.broker import free_port
-from streams.dlq import MAX_VALUE_BYTES
-from streams.kafka import read_topic_to_end
-from streams.ledger import Ledger, SinkLedgerStore
-from streams.offsets import committed_offsets
-from streams.settings import Settings
-from streams.sinks import MemorySink
-from streams.stage import Stage, StageRunner
-from streams.topics import (
+from streams.core.settings import Settings
+from streams.kafka.broker import free_port
+from streams.kafka.client import read_topic_to_end
+from streams.kafka.offsets import committed_offsets
+from streams.kafka.topics import (
     CANDIDATES,
     CLASSIFIED,
     ENRICHED,
@@ -81,13 +77,16 @@ from streams.topics import (
     VALIDATED,
     TopicSpec,
 )
-from streams.topology import StageResources, pipeline_stages
+from streams.pipeline.dlq import MAX_VALUE_BYTES
+from streams.pipeline.ledger import Ledger, SinkLedgerStore
+from streams.pipeline.sinks import MemorySink
+from streams.pipeline.stage import Stage, StageRunner
+from streams.runtime.topology import StageResources, pipeline_stages
 from tests.agents.conftest import wait_for
 from tests.agents.repo_tasks import classified_for, make_calc_repo
 from tests.conftest import REPO_ROOT, SWE_STREAM
-from tests.git_repos import PullRequestRepo
-from tests.github_server import FakeGitHub, load_cassettes, serve_github
-from tests.llm_server import (
+from tests.fakes.github_server import FakeGitHub, load_cassettes, serve_github
+from tests.fakes.llm_server import (
     FakeLLM,
     Reply,
     computed_tool_call,
@@ -97,6 +96,7 @@ from tests.llm_server import (
     status_reply,
     text_reply,
 )
+from tests.git_repos import PullRequestRepo
 from tests.workers import stop, wait_for_metrics, worker_env
 
 PV = 1

@@ -40,12 +40,12 @@ from typing import Any
 import pytest
 import yaml
 
-from agents.harness import RUN_LABEL, HarnessEngine
 from schemas.harness import TaskEvaluation
 from schemas.workspace import TaskWorkspace
-from streams.sandbox import Limits
-from tests.agents.test_harness import TASK, agent_dir, engine_for, our_instance_images
-from tests.agents.test_harness import made as made  # the module fixture: the exported task
+from streams.evaluation.harness import RUN_LABEL, HarnessEngine
+from streams.evaluation.sandbox import Limits
+from tests.harness_tasks import TASK, agent_dir, engine_for, our_instance_images
+from tests.harness_tasks import made as made  # the module fixture: the exported task
 
 pytestmark = pytest.mark.docker
 

@@ -28,14 +28,14 @@ import docker.errors
 import pytest
 import yaml
 
-from streams.broker import free_port
-from streams.demo import offline_world
-from streams.kafka import TopicAdmin, read_topic_to_end
-from streams.settings import KafkaSettings
-from streams.topics import ALL_TOPICS
+from streams.core.settings import KafkaSettings
+from streams.kafka.broker import free_port
+from streams.kafka.client import TopicAdmin, read_topic_to_end
+from streams.kafka.topics import ALL_TOPICS
+from streams.offline.world import offline_world
 from tests.conftest import REPO_ROOT, SWE_STREAM
-from tests.llm_server import requested_tool, status_reply, tool_call_reply
-from tests.streams.test_runner import TASK, env_for
+from tests.fakes.llm_server import requested_tool, status_reply, tool_call_reply
+from tests.workers import TASK, env_for
 
 pytestmark = pytest.mark.docker
 

@@ -919,7 +919,7 @@ def planted_cases() -> list[Case]:
     ]
 
 
-# -- pr-files: streams.ledger.read_pr_file -------------------------------------------------------
+# -- pr-files: streams.pipeline.ledger.read_pr_file --------------------------------------
 
 
 def pr_file_cases() -> list[Case]:
@@ -975,7 +975,7 @@ def pr_file_cases() -> list[Case]:
     ]
 
 
-# -- config: streams.settings.load_settings ------------------------------------------------------
+# -- config: streams.core.settings.load_settings ----------------------------------------
 
 
 def config_cases() -> list[Case]:
@@ -1204,8 +1204,8 @@ SECTIONS: dict[str, tuple[str, Any]] = {
     ),
     "tasks_requests": ("the harness stage (`harness_stages`) in `StageRunner`", request_cases),
     "tasks_planted": ("`TaskExporter.export` into a prepared output directory", planted_cases),
-    "pr_files": ("`streams.ledger.read_pr_file`", pr_file_cases),
-    "config": ("`streams.settings.load_settings`", config_cases),
+    "pr_files": ("`streams.pipeline.ledger.read_pr_file`", pr_file_cases),
+    "config": ("`streams.core.settings.load_settings`", config_cases),
     "keys": ("`parse_pr_key`, `pr_key`, `validate_repo_name`, `parse_gharchive_hour`", key_cases),
 }
 

@@ -1,0 +1,194 @@
+"""Cluster commands: ``broker`` (the embedded broker until Ctrl-C), ``topics`` (create, list,
+describe the catalog's topics), ``offsets`` (a consumer group's offsets: show, reset) and
+``config show``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from typing import Any
+
+import yaml
+
+from streams.cli.options import Commands, Parents, StopSignals, cluster
+from streams.core.settings import Settings
+from streams.kafka.broker import EmbeddedBroker, kafka_bootstrap
+from streams.kafka.client import TopicAdmin, format_configs
+from streams.kafka.offsets import (
+    GroupActive,
+    OffsetsError,
+    offsets_at_time,
+    parse_partition_offsets,
+    parse_time_ms,
+    positions,
+    reset_offsets,
+    topic_bounds,
+)
+from streams.kafka.topics import ALL_TOPICS
+
+log = logging.getLogger("swe_stream.cli")
+
+
+def register(commands: Commands, parents: Parents) -> None:
+    common, kafka = parents.common, parents.kafka
+    broker = commands.add_parser(
+        "broker", parents=[common], help="run the embedded Kafka broker (Tansu) until Ctrl-C"
+    )
+    broker.add_argument("--port", type=int, default=None, help="listen port (default: free port)")
+    broker.set_defaults(handler=cmd_broker)
+
+    topics = commands.add_parser("topics", parents=[common], help="create / list / describe topics")
+    topic_actions = topics.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, text in (
+        ("create", "create every catalog topic that is missing (idempotent)"),
+        ("list", "list the catalog's topics and whether the cluster has them"),
+        ("describe", "partitions, key, value model and configs of each topic"),
+    ):
+        action = topic_actions.add_parser(name, parents=[common, kafka], help=text)
+        action.add_argument("--partitions", type=int, help="PR-level partition count")
+        action.add_argument("names", nargs="*", help="only these topics (default: all)")
+    topics.set_defaults(handler=cmd_topics)
+
+    offsets = commands.add_parser(
+        "offsets", parents=[common], help="a consumer group's offsets: show, reset"
+    )
+    offsets_actions = offsets.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, text in (
+        ("show", "start, end, committed offset and lag per partition"),
+        ("reset", "move the group (refused while it has live members)"),
+    ):
+        action = offsets_actions.add_parser(name, parents=[common, kafka], help=text)
+        action.add_argument("--group", required=True, help="consumer group, e.g. swe-stream-v1")
+        action.add_argument("--topic", required=True, help="topic, e.g. pr.enriched")
+        if name == "reset":
+            target = action.add_mutually_exclusive_group(required=True)
+            target.add_argument("--to-earliest", action="store_true", help="each partition's start")
+            target.add_argument("--to-latest", action="store_true", help="each partition's end")
+            target.add_argument(
+                "--to-time", metavar="ISO", help="first record stamped at or after this time"
+            )
+            target.add_argument(
+                "--to-offset", action="append", metavar="P:O", help="partition P to offset O"
+            )
+    offsets.set_defaults(handler=cmd_offsets)
+
+    config = commands.add_parser("config", parents=[common], help="show the effective settings")
+    config.add_subparsers(dest="action", required=True, metavar="ACTION").add_parser(
+        "show", parents=[common], help="print the effective settings, secrets masked"
+    )
+    config.set_defaults(handler=cmd_config)
+
+
+def cmd_broker(args: argparse.Namespace, settings: Settings) -> int:
+    broker = EmbeddedBroker(port=args.port or settings.kafka.embedded_port)
+    with StopSignals() as stop:
+        try:
+            broker.start()
+            print(f"bootstrap: {broker.bootstrap}", flush=True)
+            print(f"broker pid: {broker.pid}", flush=True)
+            print(
+                f"embedded broker (Tansu): memory only, Ctrl-C to stop; log: {broker.log_path}",
+                file=sys.stderr,
+                flush=True,
+            )
+            while not stop.wait(0.5):
+                if broker.process is None or broker.process.poll() is not None:
+                    print("swe-stream: embedded broker exited unexpectedly", file=sys.stderr)
+                    return 1
+            log.info("signal %s: stopping the embedded broker", stop.received)
+            return 0
+        finally:
+            broker.stop()
+
+
+def cmd_topics(args: argparse.Namespace, settings: Settings) -> int:
+    specs = [t for t in ALL_TOPICS if not args.names or t.name in args.names]
+    unknown = set(args.names) - {t.name for t in specs}
+    if unknown:
+        print(f"swe-stream: unknown topics: {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    with kafka_bootstrap(settings.kafka.bootstrap, settings.kafka.embedded_port) as (
+        bootstrap,
+        embedded,
+    ):
+        if embedded:
+            print(f"# embedded broker on {bootstrap} (memory only: gone when this command exits)")
+        return asyncio.run(_topics(args.action, bootstrap, settings, specs))
+
+
+async def _topics(action: str, bootstrap: str, settings: Settings, specs: list[Any]) -> int:
+    async with TopicAdmin(bootstrap, settings.kafka) as admin:
+        states = await (admin.create(specs) if action == "create" else admin.describe(specs))
+    problems = 0
+    for state in states:
+        spec = state.spec
+        have = state.partitions if state.exists else "-"
+        if action == "describe":
+            print(f"{spec.name}")
+            print(f"  {spec.description}")
+            print(f"  key:        {spec.key}")
+            print(f"  value:      schemas.{spec.value_model.__name__}")
+            print(f"  partitions: {state.wanted_partitions} (cluster: {have})")
+            print(
+                f"  configs:    {format_configs(spec.configs)} (cluster: "
+                f"{format_configs(state.configs) if state.exists else '-'})"
+            )
+            if spec.has_dlq:
+                print(f"  dlq:        {spec.dlq_name}")
+        else:
+            status = state.action or ("present" if state.exists else "missing")
+            print(
+                f"{status:9} {spec.name:40} partitions={have} "
+                f"configs={format_configs(state.configs)}"
+            )
+        for problem in state.problems:
+            problems += 1
+            print(f"  ! {spec.name}: {problem}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def cmd_offsets(args: argparse.Namespace, settings: Settings) -> int:
+    bootstrap = cluster("offsets", settings)
+    if bootstrap is None:
+        return 2
+
+    async def act() -> list[Any]:
+        if args.action == "show":
+            return await positions(bootstrap, args.group, args.topic)
+        bounds = await topic_bounds(bootstrap, args.topic)
+        if args.to_earliest:
+            target = {p: low for p, (low, _) in bounds.items()}
+        elif args.to_latest:
+            target = {p: high for p, (_, high) in bounds.items()}
+        elif args.to_time:
+            target, method = await offsets_at_time(
+                bootstrap, args.topic, parse_time_ms(args.to_time)
+            )
+            print(f"offsets for {args.to_time} found by {method}", file=sys.stderr)
+        else:
+            target = parse_partition_offsets(args.to_offset)
+        return await reset_offsets(bootstrap, args.group, args.topic, target)
+
+    try:
+        shown = asyncio.run(act())
+    except GroupActive as exc:
+        print(f"swe-stream offsets: refused: {exc}", file=sys.stderr)
+        return 3
+    except (OffsetsError, ValueError) as exc:
+        print(f"swe-stream offsets: {exc}", file=sys.stderr)
+        return 2
+    print(f"group {args.group} on {args.topic}:")
+    print("  partition     start       end committed       lag")
+    for row in shown:
+        committed = "-" if row.committed is None else str(row.committed)
+        lag = "-" if row.lag is None else str(row.lag)
+        print(f"  {row.partition:9} {row.start:9} {row.end:9} {committed:>9} {lag:>9}")
+    return 0
+
+
+def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
+    print(yaml.safe_dump(settings.masked(), sort_keys=False), end="")
+    return 0

@@ -1,0 +1,160 @@
+"""``swe-stream demo``: the whole pipeline offline on this machine, end to end.
+
+A real GH Archive hour plus the merge of a pull request of a repository made locally are
+served by the offline world (``streams.offline``); the pipeline runs on the embedded broker
+until the hour is drained, the exported task is re-validated (its gold patch resolves it, an
+empty patch does not) and the harness runs a gold-patch agent and a do-nothing agent on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from agents.ingest import HourSelection
+from schemas.harness import HarnessReport
+from streams.cli.options import Commands, Parents, interactive
+from streams.core.settings import Settings
+from streams.evaluation.harness import HarnessEngine, HarnessOptions, evaluate_all
+from streams.evaluation.images import ensure_base_image
+from streams.evaluation.sandbox import Limits
+from streams.evaluation.taskdir import WORKSPACE, load_workspace
+from streams.evaluation.validator import validate_task_dirs
+from streams.kafka.broker import kafka_bootstrap
+from streams.offline.world import offline_world
+from streams.runtime.runner import RunPlan, run_pipeline
+from streams.runtime.topology import make_validator
+
+log = logging.getLogger("swe_stream.demo")
+
+
+def register(commands: Commands, parents: Parents) -> None:
+    demo = commands.add_parser(
+        "demo",
+        parents=[parents.common],
+        help="the whole pipeline offline on this machine, in minutes",
+    )
+    demo.add_argument(
+        "-o", "--output", type=Path, help="where the task goes (default: WORKDIR/tasks)"
+    )
+    demo.add_argument("--workdir", type=Path, help="scratch directory (default: ./demo-run)")
+    demo.add_argument("--hour-file", type=Path, help="GH Archive hour to serve (default: shipped)")
+    demo.add_argument("--no-live", action="store_true", help="log lines, no live table")
+    demo.set_defaults(handler=run_demo)
+
+
+def with_sections(settings: Settings, **sections: dict[str, Any]) -> Settings:
+    """``settings`` with some fields of some sections replaced."""
+    return settings.model_copy(
+        update={
+            name: getattr(settings, name).model_copy(update=values)
+            for name, values in sections.items()
+        }
+    )
+
+
+def run_demo(args: argparse.Namespace, settings: Settings) -> int:
+    workdir = (args.workdir or Path("demo-run")).absolute()
+    output = (args.output or workdir / "tasks").absolute()
+    workdir.mkdir(parents=True, exist_ok=True)
+    problem = ensure_base_image(settings.docker.base_image)
+    if problem:
+        print(f"swe-stream demo: {problem}", file=sys.stderr)
+        return 1
+    world_root = Path(tempfile.mkdtemp(prefix="world-", dir=workdir))
+    try:
+        with offline_world(world_root, args.hour_file) as world:
+            demo = with_sections(
+                settings,
+                gharchive={"base_url": world.gharchive_url},
+                github={
+                    "api_url": world.github_url,
+                    "git_url_template": world.git_url_template,
+                    "max_attempts": 1,
+                    "token": None,
+                    "tokens": [],
+                },
+                llm={"api_key": None},  # offline: heuristic classify and score, no testgen
+                classify={"backend": "heuristic"},
+                score={"backend": "heuristic"},
+                export={"output_dir": output},
+                extract={"repos_dir": world_root / "clones"},
+                worker={
+                    "data_dir": workdir / "data",
+                    "app_id": f"swe-stream-demo-{time.time_ns()}",
+                    "web_port": 0,
+                },
+            )
+            print(
+                f"demo: GH Archive hour {world.hour} (+ the merge of {world.pull_request.repo.repo}"
+                f"#{world.pull_request.number}) served at {world.gharchive_url}; GitHub API at "
+                f"{world.github_url}; tasks to {output}",
+                flush=True,
+            )
+            plan = RunPlan(
+                selection=HourSelection(first=world.hour),
+                once=True,
+                ledger_log=output / ".swe-stream" / "ledger.jsonl",
+                live=interactive() and not args.no_live,
+            )
+            with kafka_bootstrap(None, settings.kafka.embedded_port) as (bootstrap, embedded):
+                summary = asyncio.run(run_pipeline(demo, bootstrap, embedded, plan))
+            print("\n".join(summary.lines(output)), flush=True)
+            print("demo: re-validating the exported tasks (gold patch, then an empty patch)")
+            reports = validate_task_dirs(output, make_validator(demo))
+            demo_task = (
+                output
+                / f"{world.pull_request.owner}-{world.pull_request.repo.repo.split('/')[1]}-1"
+            )
+            harness = run_demo_harness(demo, demo_task, workdir) if demo_task.is_dir() else {}
+    finally:
+        shutil.rmtree(world_root, ignore_errors=True)
+    for report in reports:
+        verdict = "valid" if report["valid"] else f"INVALID ({report['reason']})"
+        print(
+            f"  {report['task']}: {verdict}; gold patch resolves: "
+            f"{report.get('gold_resolved')}, empty patch resolves: {report.get('empty_resolved')}"
+        )
+    ok = any(r["task"] == demo_task.name and r["valid"] for r in reports)
+    statuses = {agent: report.results[0].status for agent, report in harness.items()}
+    print(
+        f"demo: harness: gold-patch agent {statuses.get('gold')}, do-nothing agent "
+        f"{statuses.get('nothing')}"
+    )
+    ok = ok and statuses == {"gold": "resolved", "nothing": "unresolved"}
+    print(f"demo: {'done' if ok else 'FAILED'}: task {demo_task.name} in {output}")
+    return 0 if ok else 1
+
+
+def run_demo_harness(settings: Settings, task_dir: Path, workdir: Path) -> dict[str, HarnessReport]:
+    """The harness on the demo task: an agent that applies the gold patch, one that does
+    nothing; each one's JSON summary printed."""
+
+    gold = workdir / "agents" / "gold"
+    gold.mkdir(parents=True, exist_ok=True)
+    (gold / "gold.patch").write_text(load_workspace(task_dir / WORKSPACE).patch, encoding="utf-8")
+    (gold / "run.sh").write_text("git apply /agent/gold.patch\n", encoding="utf-8")
+    agents = {"gold": ("bash /agent/run.sh", gold), "nothing": ("true", None)}
+    reports = {}
+    for name, (command, directory) in agents.items():
+        options = HarnessOptions(
+            agent_command=command,
+            agent_dir=directory,
+            agent_timeout_seconds=120,
+            output_dir=workdir / "harness" / name,
+        )
+        engine = HarnessEngine(
+            make_validator(settings), options, Limits.from_settings(settings.docker)
+        )
+        report = asyncio.run(evaluate_all(engine, [task_dir]))
+        print(f"demo: harness with the {name} agent ({command}):")
+        print(report.model_dump_json(indent=2), flush=True)
+        reports[name] = report
+    return reports

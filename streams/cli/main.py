@@ -1,0 +1,65 @@
+"""``swe-stream``: the command line. This module only builds the parser from the command
+modules (each declares its options beside its handlers) and runs the chosen handler.
+
+    cluster   broker, topics, offsets, config      ingest    ingest
+    worker    worker                               pipeline  mine, run, replay
+    records   ledger, dlq, export, schemas         evaluate  harness, validate, images
+    demo      demo
+
+Every command that needs Kafka takes ``--bootstrap`` (or ``SWE_STREAM_KAFKA_BOOTSTRAP``);
+without one it starts the embedded broker for as long as the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from streams.cli import cluster, demo, evaluate, ingest, pipeline, records, worker
+from streams.cli.options import make_parents, settings_from_args
+from streams.core.settings import ConfigFileError
+from streams.kafka.broker import BrokerError
+
+# in the order `swe-stream --help` lists them
+COMMAND_MODULES = (cluster, ingest, worker, pipeline, records, evaluate, demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parents = make_parents()
+    parser = argparse.ArgumentParser(
+        prog="swe-stream",
+        description="Mine GitHub pull requests into SWE-bench-style tasks, as Kafka streams.",
+        parents=[parents.common],
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in COMMAND_MODULES:
+        module.register(commands, parents)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = settings_from_args(args)
+    except (ConfigFileError, ValidationError) as exc:
+        print(f"swe-stream: invalid settings: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=settings.worker.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return int(args.handler(args, settings))
+    except BrokerError as exc:
+        print(f"swe-stream: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

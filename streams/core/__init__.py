@@ -1,0 +1,1 @@
+"""Layer 0: the one settings model, the one metrics module, the exception roots."""

@@ -1,0 +1,384 @@
+"""Docker environments in three layers, as the SWE-bench harness builds them:
+
+1. **base** (``docker.base_image``): an OS with Python and git; built offline by
+   ``swe-stream images base`` (debootstrap), or any image with python3 where a registry is
+   reachable;
+2. **env**, per repository and install recipe: a venv with the test runner and the
+   repository's dependency files installed; its tag carries a hash of the recipe, so a second
+   task of the same repository (same recipe) reuses it;
+3. **instance**, per task: the env image plus the repository at the base commit (from
+   ``git archive`` on the host; no git history, nothing of the fix) and the project installed.
+
+How to install and test a repository is a ``RecipeDetector`` per language; Python first.
+``docker.cache_level`` says which layers stay after a task (``instance`` keeps all, ``env``
+drops instance images, ``base`` drops env images too, ``none`` also the base when it was not
+built offline).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import io
+import itertools
+import json
+import logging
+import os
+import re
+import secrets
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from streams.core import metrics
+from streams.evaluation.sandbox import OWNER_LABEL, owner_label
+
+log = logging.getLogger("swe_stream.environments")
+
+ENV_REPOSITORY = "swe-stream/env"
+INSTANCE_REPOSITORY = "swe-stream/instance"
+LABEL = "org.swe-stream.layer"
+VENV = "/opt/venv"
+TESTBED = "/testbed"
+_TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class ImageBuildError(RuntimeError):
+    """An image could not be built; ``log`` is the tail of the build output."""
+
+    def __init__(self, message: str, log_tail: str = ""):
+        super().__init__(f"{message}\n{log_tail}" if log_tail else message)
+        self.log_tail = log_tail
+
+
+@dataclass(frozen=True)
+class InstallRecipe:
+    """How to install and test one repository at one commit."""
+
+    language: str
+    dependency_files: dict[str, bytes] = field(default_factory=dict)  # copied into the env
+    env_commands: tuple[str, ...] = ()  # run in the env image (dependencies)
+    install_commands: tuple[str, ...] = ()  # run in the instance image, in /testbed
+    test_command: str = ""  # the test files are appended
+    # whose log parser reads the test command's output (``streams.evaluation.log_parsers``)
+    test_runner: str = "pytest"
+
+    def key(self, base_image_id: str) -> str:
+        """What decides the env image: base image, dependency files and commands."""
+        digest = hashlib.sha256()
+        digest.update(base_image_id.encode())
+        digest.update(self.language.encode())
+        for path in sorted(self.dependency_files):
+            digest.update(path.encode() + b"\0" + self.dependency_files[path] + b"\0")
+        digest.update(json.dumps(self.env_commands).encode())
+        return digest.hexdigest()[:16]
+
+
+class TreeFiles:
+    """The files of a ``git archive`` tar: names and (small) contents."""
+
+    def __init__(self, tar_bytes: bytes):
+        self.tar_bytes = tar_bytes
+        self._members: dict[str, tarfile.TarInfo] = {}
+        with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tar:
+            for member in tar.getmembers():
+                if member.isfile():
+                    self._members[member.name.lstrip("./")] = member
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._members)
+
+    def read(self, path: str, limit: int = 1 << 20) -> bytes | None:
+        member = self._members.get(path)
+        if member is None or member.size > limit:
+            return None
+        with tarfile.open(fileobj=io.BytesIO(self.tar_bytes)) as tar:
+            handle = tar.extractfile(member.name)
+            return handle.read() if handle else None
+
+
+class RecipeDetector(Protocol):
+    language: str
+
+    def detect(self, tree: TreeFiles) -> InstallRecipe | None: ...
+
+
+# /testbed is a git repository whose one commit is the tree at the base commit (committed
+# before the install steps, as SWE-bench's testbed): agents see their changes with git status
+# and git diff, and the harness takes the agent's patch from it.
+GIT_BASE = (
+    "git init -q && git add -A && git -c user.name=swe-stream -c user.email=swe-stream@localhost "
+    "commit -q --no-verify --allow-empty -m base"
+)
+
+# What the install steps left in the tree (egg-info, build output) is no change of anyone's:
+# ignored, so that an agent's `git diff` holds only its own work.
+GIT_IGNORE_BUILT = "git ls-files --others --exclude-standard >> .git/info/exclude"
+
+PYTEST = f"{VENV}/bin/python -m pytest -rA -v --tb=short -p no:cacheprovider"
+
+
+class PythonRecipe:
+    """pip in a venv: pytest, requirements files, then the project itself (editable)."""
+
+    language = "Python"
+    _REQUIREMENTS = re.compile(r"^(requirements[^/]*\.txt|requirements/[^/]+\.txt)$")
+
+    def detect(self, tree: TreeFiles) -> InstallRecipe | None:
+        names = set(tree.names)
+        python_files = [n for n in names if n.endswith(".py")]
+        project = {"pyproject.toml", "setup.py", "setup.cfg"} & names
+        if not python_files and not project:
+            return None
+        files: dict[str, bytes] = {}
+        for name in sorted(names):
+            if self._REQUIREMENTS.match(name):
+                content = tree.read(name)
+                if content is not None and b"\n-e " not in b"\n" + content:
+                    files[name] = content
+        env = [f"{VENV}/bin/pip install pytest"]
+        env += [f"{VENV}/bin/pip install -r /opt/swe-env/{name}" for name in files]
+        install: list[str] = []
+        if "pyproject.toml" in names or "setup.py" in names:
+            extras = self._test_extra(tree)
+            target = f".[{extras}]" if extras else "."
+            install.append(f"{VENV}/bin/pip install -e '{target}'")
+        return InstallRecipe(self.language, files, tuple(env), tuple(install), PYTEST)
+
+    @staticmethod
+    def _test_extra(tree: TreeFiles) -> str | None:
+        text = b""
+        for name in ("pyproject.toml", "setup.cfg", "setup.py"):
+            text += tree.read(name) or b""
+        for extra in ("test", "tests", "testing"):
+            if re.search(rb"['\"\[\s]" + extra.encode() + rb"['\"\]\s]*[=:\]]", text):
+                return extra
+        return None
+
+
+RECIPES: list[RecipeDetector] = [PythonRecipe()]
+
+
+def detect_recipe(tree: TreeFiles) -> InstallRecipe | None:
+    """The first language recipe that recognises the tree, or None (unsupported)."""
+    for detector in RECIPES:
+        recipe = detector.detect(tree)
+        if recipe is not None:
+            return recipe
+    return None
+
+
+def _tag(text: str, limit: int = 120) -> str:
+    return _TAG_UNSAFE.sub("-", text)[:limit].strip("-.") or "x"
+
+
+_process_tags: dict[int, str] = {}
+_build_numbers = itertools.count(1)
+
+
+def process_tag() -> str:
+    """A tag suffix of this process's own (pid and a random part, new after a fork)."""
+    pid = os.getpid()
+    if pid not in _process_tags:
+        _process_tags[pid] = f"p{pid}-{secrets.token_hex(3)}"
+    return _process_tags[pid]
+
+
+@contextlib.contextmanager
+def _build_lock(tag: str) -> Iterator[None]:
+    """Held while one process (or thread) of this host builds ``tag``: a file lock, so it
+    ends with its holder, killed or not. Where no lock file can be made, builds go on
+    unlocked (at worst one image is built twice)."""
+    directory = Path(tempfile.gettempdir()) / f"swe-stream-builds-{os.getuid()}"
+    name = hashlib.sha256(tag.encode()).hexdigest()[:32]
+    try:
+        directory.mkdir(mode=0o700, exist_ok=True)
+        lock = open(directory / f"{name}.lock", "a+b")  # noqa: SIM115 (closed by the with below)
+    except OSError as error:
+        log.warning("building %s without a lock: %s", tag, error)
+        yield
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _context(dockerfile: str, files: dict[str, bytes]) -> io.BytesIO:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in {"Dockerfile": dockerfile.encode(), **files}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mtime = 0  # a reproducible context
+            tar.addfile(info, io.BytesIO(data))
+    buffer.seek(0)
+    return buffer
+
+
+@dataclass
+class BuiltImage:
+    tag: str
+    id: str
+    built: bool  # False when an existing image was reused
+    seconds: float
+
+
+# the layers each cache level drops after a task
+DROPPED_LAYERS = {"instance": (), "env": ("instance",), "base": ("instance", "env")}
+DROPPED_LAYERS["none"] = DROPPED_LAYERS["base"]
+
+
+class EnvironmentBuilder:
+    """Builds (or reuses) env and instance images on the Docker engine behind ``client``.
+
+    An image the cache level drops after its task belongs to the one build that made it (its
+    tag names the process and the build; its owner label, the process): another worker on the
+    same engine, or a second validation of the same PR in this one (a record delivered again
+    after a restart), builds its own, so dropping one never pulls an image from under the
+    other. Kept layers share one tag, so everyone reuses them; one process of a host builds a
+    missing one while the others wait for it.
+
+    No build consults the engine's build cache (``nocache``): reuse is by tag. A step taken
+    from the cache would stand on another build's steps, and removing an image deletes the
+    untagged steps under it ("imagedb/content/sha256/...: no such file or directory" in a
+    build whose steps another process's build had made). And the classic builder's cache
+    probe lists the parent image's children and then reads each one: a child removed in
+    between (another build dropping its layer) fails the whole build with
+    ``unable to find image "sha256:..."``. With 150 children on the parent and three
+    processes building and dropping layers on it, 6 of 348 builds failed that way here (and
+    0 of 345 without the cache).
+    """
+
+    def __init__(self, client: Any, base_image: str, cache_level: str = "env"):
+        self.client = client
+        self.base_image = base_image
+        self.cache_level = cache_level
+
+    def _owner(self, layer: str) -> str | None:
+        """The build a dropped layer's image belongs to (None: a kept layer, everyone's)."""
+        if layer in DROPPED_LAYERS.get(self.cache_level, ()):
+            return f"b{next(_build_numbers)}-{process_tag()}"
+        return None
+
+    @staticmethod
+    def _layer_tag(repository: str, name: str, key: str, owner: str | None) -> str:
+        suffix = f"-{key}" + (f"-{owner}" if owner else "")
+        # a tag is at most 128 characters
+        return f"{repository}:{_tag(name, 128 - len(suffix))}{suffix}"
+
+    def _existing(self, tag: str) -> Any | None:
+        import docker.errors
+
+        try:
+            return self.client.images.get(tag)
+        except docker.errors.ImageNotFound:
+            return None
+
+    def _build(
+        self, tag: str, dockerfile: str, files: dict[str, bytes], layer: str, owner: str | None
+    ) -> BuiltImage:
+        labels = {LABEL: layer}
+        if owner:  # dropped after its task, or by the next process if this one dies first
+            labels[OWNER_LABEL] = owner_label()
+
+        started = time.monotonic()
+        # a kept layer is built once per host: a process wanting it while another builds it
+        # waits and reuses that image (a dropped layer is this build's alone)
+        with contextlib.nullcontext() if owner else _build_lock(tag):
+            existing = self._existing(tag)
+            if existing is not None:
+                metrics.IMAGES.labels(layer=layer, result="reused").inc()
+                return BuiltImage(tag, existing.id, False, time.monotonic() - started)
+            return self._build_image(tag, dockerfile, files, layer, labels, started)
+
+    def _build_image(
+        self,
+        tag: str,
+        dockerfile: str,
+        files: dict[str, bytes],
+        layer: str,
+        labels: dict[str, str],
+        started: float,
+    ) -> BuiltImage:
+        import docker.errors
+
+        try:
+            image, _ = self.client.images.build(
+                fileobj=_context(dockerfile, files),
+                custom_context=True,
+                tag=tag,
+                rm=True,
+                forcerm=True,
+                nocache=True,  # see the class's docstring
+                labels=labels,
+            )
+        except docker.errors.BuildError as exc:
+            tail = "".join(
+                str(chunk.get("stream") or chunk.get("error") or "") for chunk in exc.build_log
+            )
+            raise ImageBuildError(f"building {layer} image {tag} failed", tail[-3000:]) from exc
+        seconds = time.monotonic() - started
+        metrics.IMAGES.labels(layer=layer, result="built").inc()
+        metrics.IMAGE_BUILD_SECONDS.labels(layer=layer).observe(seconds)
+        log.info("built %s image %s in %.1f s", layer, tag, seconds)
+        return BuiltImage(tag, image.id, True, seconds)
+
+    def env_image(self, repo: str, recipe: InstallRecipe) -> BuiltImage:
+        base = self._existing(self.base_image)
+        if base is None:
+            raise ImageBuildError(
+                f"base image {self.base_image} is missing: run `swe-stream images base`"
+            )
+        owner = self._owner("env")
+        tag = self._layer_tag(ENV_REPOSITORY, repo.replace("/", "__"), recipe.key(base.id), owner)
+        files = {f"env/{path}": data for path, data in recipe.dependency_files.items()}
+        files["env/recipe.json"] = json.dumps(
+            {"language": recipe.language, "env_commands": list(recipe.env_commands)}
+        ).encode()
+        run = " && ".join(recipe.env_commands) or "true"
+        dockerfile = (
+            f"FROM {self.base_image}\n"
+            # registry images such as python:3.12-slim lack git (patches are applied with it)
+            + "RUN command -v git >/dev/null || (apt-get update && apt-get install -y "
+            "--no-install-recommends git patch && rm -rf /var/lib/apt/lists/*)\n"
+            f"RUN python3 -m venv {VENV}\n"
+            f"ENV PATH={VENV}/bin:$PATH PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 "
+            "PYTHONDONTWRITEBYTECODE=1\n"
+            "COPY env/ /opt/swe-env/\n"
+            f"RUN {run}\n"
+        )
+        return self._build(tag, dockerfile, files, "env", owner)
+
+    def instance_image(
+        self, instance_id: str, env: BuiltImage, tree: TreeFiles, recipe: InstallRecipe
+    ) -> BuiltImage:
+        digest = hashlib.sha256(env.id.encode() + tree.tar_bytes)
+        digest.update(json.dumps([GIT_BASE, *recipe.install_commands, GIT_IGNORE_BUILT]).encode())
+        owner = self._owner("instance")
+        tag = self._layer_tag(INSTANCE_REPOSITORY, instance_id, digest.hexdigest()[:12], owner)
+        run = " && ".join(recipe.install_commands)
+        dockerfile = (
+            f"FROM {env.tag}\n"
+            + f"ADD testbed.tar {TESTBED}/\nWORKDIR {TESTBED}\nRUN {GIT_BASE}\n"
+            + (f"RUN {run}\n" if run else "")
+            + f"RUN {GIT_IGNORE_BUILT}\n"
+        )
+        return self._build(tag, dockerfile, {"testbed.tar": tree.tar_bytes}, "instance", owner)
+
+    def release(self, env: BuiltImage, instance: BuiltImage) -> None:
+        """Drop the layers the cache level does not keep."""
+        import docker.errors
+
+        layers = {"instance": instance, "env": env}
+        for layer in DROPPED_LAYERS.get(self.cache_level, ()):
+            image = layers[layer]
+            try:
+                self.client.images.remove(image.tag, force=True)
+            except docker.errors.APIError as exc:
+                log.warning("could not remove %s: %s", image.tag, exc)

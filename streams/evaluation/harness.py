@@ -1,0 +1,471 @@
+"""The harness engine: a coding agent evaluated on task directories in Docker (the ``harness``
+stage and ``swe-stream harness`` both run it).
+
+Evaluates a coding agent on exported tasks in Docker, grading its patch as SWE-bench does:
+
+1. **setup**: the task's images (validate's three layers, built when missing); a failure is
+   ``setup_error``;
+2. **sanity**: in a fresh container with the hidden test patch applied, every FAIL_TO_PASS
+   check must fail and every PASS_TO_PASS check pass, else ``sanity_fail``;
+3. **the agent**: a fresh container of the instance image (``/testbed``, a git repository at
+   the base commit, is the working directory) with the agent directory mounted read-only at
+   ``/agent``, the prompt in ``/run/swe-stream/prompt.md`` and in ``$SWE_PROMPT``, no network
+   unless asked, CPU / memory / pids limits, killed at its timeout; the root filesystem is
+   read-only and the places it may write are tmpfs, charged to its memory limit (the graders'
+   containers, which run its patch, too): it cannot fill the host's disk. Its environment holds
+   nothing of the host's but the variables named (``--agent-env``). A crash or a timeout is
+   ``agent_error``. What it changed (``git diff`` against the base commit) is its patch;
+4. **grading**: in a fresh container, the agent's patch, then the hidden tests (never seen by
+   the agent), then every check command: all pass is ``resolved``, else ``unresolved``; a check
+   that cannot run at all (command not found, pytest usage or internal error) is
+   ``test_error``.
+
+Every container is removed (also on timeout and Ctrl-C) unless ``keep_containers``. Per task
+the output directory gets ``report.json`` (SWE-bench's shape), ``model.patch`` and the logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from schemas.harness import CommandResult, HarnessReport, HarnessStatus, TaskEvaluation
+from schemas.workspace import TaskWorkspace
+from streams.core import metrics
+from streams.evaluation.sandbox import KILLED, Limits, Sandbox, remove_labelled
+from streams.evaluation.taskdir import WORKSPACE, load_workspace
+from streams.evaluation.validator import (
+    PATCH_DIR,
+    Environment,
+    ValidationFailed,
+    Validator,
+    apply_patch,
+)
+
+log = logging.getLogger("swe_stream.harness")
+
+PROMPT_FILE = "/run/swe-stream/prompt.md"
+
+
+AGENT_MOUNT = "/agent"
+
+
+RUN_LABEL = "org.swe-stream.harness-run"  # on the agents' containers: found again on Ctrl-C
+
+
+OUTPUT_CHARS = 2000  # per check command's stdout / stderr, as swe-forge keeps them
+
+
+AGENT_OUTPUT_CHARS = 10_000
+
+
+# exit codes of a check that did not run: pytest's internal (3) and usage (4) errors, and
+# the shell's "not executable" (126) and "not found" (127)
+NOT_RUN = {3, 4, 126, 127}
+
+
+@dataclass
+class HarnessOptions:
+    """How agents are run (swe-forge's defaults)."""
+
+    agent_command: str = "python -m baseagent"
+    agent_dir: Path | None = None
+    agent_timeout_seconds: float = 600.0
+    test_timeout_seconds: float = 120.0
+    agent_network: bool = False
+    agent_env: dict[str, str] = field(default_factory=dict)  # only what the user named
+    keep_containers: bool = False
+    output_dir: Path | None = None  # report.json, model.patch and logs per task
+    run_id: str = field(default_factory=lambda: f"{os.getpid()}-{time.time_ns()}")
+
+
+def truncated(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "... [truncated]"
+
+
+def check_commands(task: TaskWorkspace, environment: Environment) -> tuple[list[str], list[str]]:
+    """The task's check commands; derived from its test ids when it carries none."""
+    if task.fail_to_pass:
+        return list(task.fail_to_pass), list(task.pass_to_pass)
+    base = environment.recipe.test_command
+
+    def command(test: str) -> str:
+        return f"{base} {shlex.quote(test)}"
+
+    return [command(t) for t in task.FAIL_TO_PASS], [command(t) for t in task.PASS_TO_PASS]
+
+
+def run_check(box: Sandbox, command: str, timeout: float) -> CommandResult:
+    result = box.run(command, timeout=timeout, output_limit=64 << 10)
+    return CommandResult(
+        command=command,
+        exit_code=-1 if result.timed_out else result.exit_code,
+        passed=result.exit_code == 0 and not result.timed_out,
+        duration_ms=int(result.seconds * 1000),
+        stdout=truncated(result.stdout, OUTPUT_CHARS),
+        stderr=truncated(result.stderr, OUTPUT_CHARS),
+    )
+
+
+@dataclass
+class Graded:
+    """The checks run in one container: after ``patch`` (if any) and the hidden tests."""
+
+    patch_applied: bool
+    fail_to_pass: list[CommandResult]
+    pass_to_pass: list[CommandResult]
+    seconds: float
+
+    @property
+    def all_pass(self) -> bool:
+        return self.patch_applied and all(c.passed for c in self.fail_to_pass + self.pass_to_pass)
+
+    @property
+    def not_run(self) -> list[CommandResult]:
+        return [c for c in self.fail_to_pass + self.pass_to_pass if c.exit_code in NOT_RUN]
+
+
+class HarnessEngine:
+    """Evaluates agents on task directories; blocking (callers use threads)."""
+
+    def __init__(self, validator: Validator, options: HarnessOptions, limits: Limits):
+        self.validator = validator
+        self.options = options
+        self.limits = limits
+
+    def grade(
+        self,
+        environment: Environment,
+        task: TaskWorkspace,
+        patch: str,
+        commands: tuple[list[str], list[str]],
+    ) -> Graded:
+        started = time.monotonic()
+        labels = {RUN_LABEL: self.options.run_id}
+        limits = self.contained(network=False)  # the agent's patch runs here (conftest.py...)
+        with environment.sandbox(limits, {"PYTHONUNBUFFERED": "1"}, labels=labels) as box:
+            if patch.strip():
+                box.put_file(f"{PATCH_DIR}/model.patch", patch)
+                if not apply_patch(box, f"{PATCH_DIR}/model.patch"):
+                    return Graded(False, [], [], time.monotonic() - started)
+            if task.test_patch.strip():
+                box.put_file(f"{PATCH_DIR}/test.patch", task.test_patch)
+                if not apply_patch(box, f"{PATCH_DIR}/test.patch"):
+                    raise ValidationFailed("test_patch_does_not_apply")
+            timeout = self.options.test_timeout_seconds
+            f2p = [run_check(box, c, timeout) for c in commands[0]]
+            p2p = [run_check(box, c, timeout) for c in commands[1]]
+        return Graded(True, f2p, p2p, time.monotonic() - started)
+
+    def contained(self, network: bool) -> Limits:
+        """The limits of a container that runs the agent's code: its writes go to tmpfs,
+        bounded by its memory, never to the host's disk."""
+        return replace(
+            self.limits,
+            network=network,
+            writable_mb=self.limits.writable_mb or self.limits.memory_mb,
+        )
+
+    def abort(self) -> int:
+        """Remove this run's containers now (Ctrl-C): their blocked commands return at once."""
+        return remove_labelled(self.validator.client, RUN_LABEL, self.options.run_id)
+
+    def run_agent(self, environment: Environment, task: TaskWorkspace, name: str) -> AgentRun:
+        options = self.options
+        variables = {
+            **options.agent_env,
+            "SWE_PROMPT": task.prompt,
+            "SWE_PROMPT_FILE": PROMPT_FILE,
+            "SWE_TASK_ID": task.id,
+            "SWE_REPO": task.repo,
+            "SWE_WORKDIR": "/testbed",
+        }
+        limits = self.contained(network=options.agent_network)
+        mounts = {str(options.agent_dir.resolve()): AGENT_MOUNT} if options.agent_dir else {}
+        box = environment.sandbox(
+            limits,
+            variables,
+            mounts=mounts,
+            name=name,
+            keep=options.keep_containers,
+            labels={RUN_LABEL: options.run_id},
+        )
+        with box:
+            box.put_file(PROMPT_FILE, task.prompt)
+            result = box.run(
+                options.agent_command,
+                timeout=options.agent_timeout_seconds,
+                output_limit=AGENT_OUTPUT_CHARS,
+            )
+            diff = box.run("git add -A && git diff --cached --binary HEAD", timeout=120)
+            return AgentRun(
+                exit_code=result.exit_code,
+                timed_out=result.timed_out,
+                seconds=result.seconds,
+                output=truncated(result.output, AGENT_OUTPUT_CHARS),
+                patch=diff.stdout if diff.exit_code == 0 else "",
+                container_id=box.container_id,
+            )
+
+    def evaluate(self, task_dir: Path) -> TaskEvaluation:
+        """One task, start to end; never raises for the task's own failures."""
+        started = time.monotonic()
+        try:
+            task = load_workspace(task_dir / WORKSPACE)
+        except (OSError, ValueError) as exc:
+            unreadable = TaskEvaluation(
+                task_id=task_dir.name,
+                repo="",
+                status="setup_error",
+                sanity_check=False,
+                agent_duration_secs=0,
+                total_duration_secs=0,
+                error=f"unreadable task: {exc}"[:2000],
+            )
+            return self._finish(unreadable, None, started, Phases())
+        result = TaskEvaluation(
+            task_id=task.id,
+            repo=task.repo,
+            status="setup_error",
+            sanity_check=False,
+            agent_duration_secs=0,
+            total_duration_secs=0,
+        )
+        setup_started = time.monotonic()
+        try:
+            # the images a cache level drops are this evaluation's own (see
+            # EnvironmentBuilder), so it drops them when it ends, whoever else runs the task
+            environment = self.validator.environment(task.repo, task.base_commit, task.instance_id)
+        except Exception as exc:  # clone, build, unsupported: all are the setup's failure
+            result.error = f"{type(exc).__name__}: {exc}"[:2000]
+            return self._finish(result, task, started, Phases())
+        finally:
+            metrics.HARNESS_PHASE_SECONDS.labels(phase="setup").observe(
+                time.monotonic() - setup_started
+            )
+        phases = Phases()
+        try:
+            self._run_phases(environment, task, result, phases)
+            result.status, result.error = status_of(
+                phases, self.options.agent_timeout_seconds, self.limits.memory_mb
+            )
+        except ValidationFailed as exc:
+            result.status, result.error = "test_error", str(exc)
+        except Exception as exc:  # the engine's own trouble with Docker: the run failed
+            log.exception("harness: %s failed", task.id)
+            result.status, result.error = "test_error", f"{type(exc).__name__}: {exc}"[:2000]
+        finally:
+            environment.release()
+        return self._finish(result, task, started, phases)
+
+    def _run_phases(
+        self, environment: Environment, task: TaskWorkspace, result: TaskEvaluation, phases: Phases
+    ) -> None:
+        """Sanity, the agent, grading, each only when the one before it went well; what ran is
+        in ``phases`` (and its durations and output in ``result``)."""
+        commands = check_commands(task, environment)
+        phases.sanity = self.grade(environment, task, "", commands)
+        metrics.HARNESS_PHASE_SECONDS.labels(phase="test").observe(phases.sanity.seconds)
+        result.sanity_check = sanity_passed(phases.sanity)
+        if not result.sanity_check:
+            return
+        name = f"swe-harness-{task.id}-{os.getpid()}-{time.monotonic_ns() % 10**9}"
+        agent = phases.agent = self.run_agent(environment, task, name)
+        metrics.HARNESS_PHASE_SECONDS.labels(phase="agent").observe(agent.seconds)
+        result.agent_duration_secs = round(agent.seconds, 1)
+        result.agent_output = agent.output
+        result.container_id = agent.container_id if self.options.keep_containers else None
+        if not agent.succeeded:
+            return
+        graded = phases.graded = self.grade(environment, task, agent.patch, commands)
+        metrics.HARNESS_PHASE_SECONDS.labels(phase="test").observe(graded.seconds)
+        result.fail_to_pass, result.pass_to_pass = graded.fail_to_pass, graded.pass_to_pass
+
+    def _finish(
+        self, result: TaskEvaluation, task: TaskWorkspace | None, started: float, phases: Phases
+    ) -> TaskEvaluation:
+        result.total_duration_secs = round(time.monotonic() - started, 1)
+        metrics.HARNESS_EVALUATIONS.labels(status=result.status).inc()
+        if self.options.output_dir is not None:
+            output_dir = self.options.output_dir
+            write_task_outputs(output_dir, result, task, phases.reported, phases.patch)
+        return result
+
+
+@dataclass
+class AgentRun:
+    exit_code: int
+    timed_out: bool
+    seconds: float
+    output: str
+    patch: str
+    container_id: str | None
+
+    @property
+    def succeeded(self) -> bool:
+        return not self.timed_out and self.exit_code == 0
+
+
+@dataclass
+class Phases:
+    """What one evaluation ran, in order; a phase is None when it did not run."""
+
+    sanity: Graded | None = None
+    agent: AgentRun | None = None
+    graded: Graded | None = None
+
+    @property
+    def patch(self) -> str:
+        return self.agent.patch if self.agent else ""
+
+    @property
+    def reported(self) -> Graded | None:
+        """The checks report.json shows: the grading's, or the sanity run's that failed."""
+        if self.graded is not None:
+            return self.graded
+        if self.sanity is not None and not sanity_passed(self.sanity):
+            return self.sanity
+        return None
+
+
+def sanity_passed(sanity: Graded) -> bool:
+    """Before any agent: every FAIL_TO_PASS check fails and every PASS_TO_PASS check passes."""
+    return not any(c.passed for c in sanity.fail_to_pass) and all(
+        c.passed for c in sanity.pass_to_pass
+    )
+
+
+def status_of(
+    phases: Phases, agent_timeout_seconds: float, memory_mb: int
+) -> tuple[HarnessStatus, str | None]:
+    """The evaluation's status and error from what its phases showed (pure; the setup's
+    failure and the engine's own exceptions are decided where they are caught)."""
+    if phases.sanity is None:
+        return "setup_error", "the sanity checks did not run"
+    if not sanity_passed(phases.sanity):
+        return "sanity_fail", sanity_problem(phases.sanity)
+    agent = phases.agent
+    if agent is None:
+        return "agent_error", "the agent did not run"
+    if not agent.succeeded:
+        if agent.timed_out:
+            error = f"the agent was killed at its timeout ({agent_timeout_seconds:.0f} s)"
+        elif agent.exit_code == KILLED:
+            error = f"the agent was killed (SIGKILL; its memory limit is {memory_mb} MB)"
+        else:
+            error = f"the agent exited with {agent.exit_code}"
+        return "agent_error", error
+    graded = phases.graded
+    if graded is None:
+        return "test_error", "the agent's patch was not graded"
+    if graded.not_run:
+        return "test_error", "checks could not run: " + ", ".join(
+            f"{c.command} (exit {c.exit_code})" for c in graded.not_run
+        )
+    if not graded.patch_applied:
+        return "unresolved", "the agent's patch does not apply to the base commit"
+    return ("resolved" if graded.all_pass else "unresolved"), None
+
+
+def sanity_problem(sanity: Graded) -> str:
+    passing = [c.command for c in sanity.fail_to_pass if c.passed]
+    failing = [c.command for c in sanity.pass_to_pass if not c.passed]
+    parts = []
+    if passing:
+        parts.append("FAIL_TO_PASS already passing before the agent: " + "; ".join(passing))
+    if failing:
+        parts.append("PASS_TO_PASS failing before the agent: " + "; ".join(failing))
+    return " | ".join(parts)[:2000]
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_name(text: str, limit: int, default: str) -> str:
+    """``text`` as a file name: runs of other characters than ``A-Za-z0-9._-`` become one
+    ``-``, no leading or trailing dot or dash, at most ``limit`` characters, never empty."""
+    return _SAFE.sub("-", text).strip(".-")[:limit] or default
+
+
+def swebench_report(
+    result: TaskEvaluation, task: TaskWorkspace, graded: Graded | None, patch: str
+) -> dict[str, Any]:
+    """SWE-bench's report.json for one instance."""
+
+    def split(commands: list[CommandResult], ids: list[str]) -> dict[str, list[str]]:
+        passed = {c.command for c in commands if c.passed}
+        pairs = list(zip(ids, [c.command for c in commands], strict=False))
+        return {
+            "success": [test for test, command in pairs if command in passed],
+            "failure": [test for test, command in pairs if command not in passed],
+        }
+
+    f2p = split(graded.fail_to_pass, list(task.FAIL_TO_PASS)) if graded else None
+    p2p = split(graded.pass_to_pass, list(task.PASS_TO_PASS)) if graded else None
+    return {
+        task.instance_id: {
+            "patch_is_None": False,
+            "patch_exists": bool(patch.strip()),
+            "patch_successfully_applied": bool(graded and graded.patch_applied),
+            "resolved": result.status == "resolved",
+            "status": result.status,
+            "tests_status": {
+                "FAIL_TO_PASS": f2p or {"success": [], "failure": list(task.FAIL_TO_PASS)},
+                "PASS_TO_PASS": p2p or {"success": [], "failure": list(task.PASS_TO_PASS)},
+            },
+        }
+    }
+
+
+def write_task_outputs(
+    output_dir: Path,
+    result: TaskEvaluation,
+    task: TaskWorkspace | None,
+    graded: Graded | None,
+    patch: str,
+) -> Path:
+    """``OUTPUT/<task>/``: report.json, model.patch, evaluation.json (commands and logs)."""
+    # one safe name, short enough for any file system (NAME_MAX is 255 bytes)
+    directory = output_dir / safe_name(result.task_id, 200, "task")
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "evaluation.json").write_text(result.model_dump_json(indent=2), encoding="utf-8")
+    (directory / "agent.log").write_text(result.agent_output, encoding="utf-8")
+    (directory / "model.patch").write_text(patch, encoding="utf-8")
+    if task is not None:
+        report = swebench_report(result, task, graded, patch)
+        (directory / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    return directory
+
+
+async def evaluate_all(
+    engine: HarnessEngine,
+    task_dirs: list[Path],
+    parallel: int = 1,
+    on_done: Callable[[TaskEvaluation], None] | None = None,
+) -> HarnessReport:
+    """Every task once, ``parallel`` at a time; results in the order of ``task_dirs``."""
+    semaphore = asyncio.Semaphore(max(1, parallel))
+
+    async def one(task_dir: Path) -> TaskEvaluation:
+        async with semaphore:
+            result = await asyncio.to_thread(engine.evaluate, task_dir)
+        if on_done is not None:
+            on_done(result)
+        return result
+
+    try:
+        results = await asyncio.gather(*(one(d) for d in task_dirs))
+    except asyncio.CancelledError:  # Ctrl-C: the threads wait on containers; remove them
+        removed = await asyncio.to_thread(engine.abort)
+        log.warning("harness interrupted: removed %d container(s)", removed)
+        raise
+    return HarnessReport.of(list(results))

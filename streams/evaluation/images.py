@@ -1,0 +1,343 @@
+"""Offline Docker base image for running repository code.
+
+No image registry is reachable from these machines, so the base image every later
+stage builds on is made locally: ``debootstrap`` a minimal Debian root file system,
+optionally add an extra CA bundle (for networks that intercept TLS, e.g. a corporate
+proxy, so ``pip`` inside containers can reach PyPI), and ``docker import`` it as a tar
+stream. The result is cached by tag: if the tag exists, nothing is rebuilt.
+
+Run ``python -m streams.evaluation.images --help`` (or ``swe-stream images base``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+logger = logging.getLogger("swe_stream.images")
+
+DEFAULT_BASE_IMAGE = "swe-stream/base:bookworm"
+DEFAULT_SUITE = "bookworm"
+DEFAULT_PACKAGES: tuple[str, ...] = (
+    "python3",
+    "python3-venv",
+    "python3-pip",
+    "git",
+    "ca-certificates",
+    "patch",  # validation's last resort for patches that need fuzz
+)
+BASE_LABEL = "org.swe-stream.base"
+IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+EXTRA_CA_NAME = "swe-stream-extra.crt"
+
+_CHUNK = 1 << 20  # bytes per chunk streamed from tar to the engine
+
+
+def base_image_exists(client: Any, tag: str) -> bool:
+    """True if the engine behind ``client`` (a ``docker.DockerClient``) has image ``tag``."""
+    import docker.errors
+
+    try:
+        client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+def split_tag(tag: str) -> tuple[str, str]:
+    """Split ``repo[:tag]`` into (repository, tag); a registry port is not a tag."""
+    repository, sep, name = tag.rpartition(":")
+    if not sep or "/" in name:
+        return tag, "latest"
+    return repository, name
+
+
+def import_changes(suite: str) -> list[str]:
+    """The Dockerfile instructions applied by ``docker import``."""
+    return [
+        f"ENV PATH={IMAGE_PATH}",
+        "ENV LANG=C.UTF-8",
+        f"LABEL {BASE_LABEL}=debootstrap-{suite}",
+        'CMD ["/bin/bash"]',
+    ]
+
+
+def _find_debootstrap() -> str:
+    found = shutil.which("debootstrap")
+    if found:
+        return found
+    for candidate in ("/usr/sbin/debootstrap", "/sbin/debootstrap"):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    raise RuntimeError(
+        "debootstrap is not installed; install it with "
+        "`apt-get install -y debootstrap` (Debian/Ubuntu) to build the base image"
+    )
+
+
+def _require_root() -> None:
+    if os.geteuid() != 0:
+        raise RuntimeError(
+            "building the base image runs debootstrap, which must run as root "
+            f"(current euid {os.geteuid()}); re-run as root, e.g. with sudo"
+        )
+
+
+def _mounts_under(root: Path) -> list[str]:
+    """Mount points inside ``root`` (deepest first), e.g. /proc left by a failed debootstrap."""
+    prefix = str(root.resolve()).rstrip("/") + "/"
+    try:
+        lines = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return []
+    points = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 2:
+            continue
+        # /proc/mounts escapes spaces etc. as octal; our temp dirs contain none.
+        point = fields[1]
+        if point.startswith(prefix):
+            points.append(point)
+    return sorted(points, key=len, reverse=True)
+
+
+def _remove_rootfs(root: Path) -> None:
+    """Remove the root-owned temp tree, unmounting anything left mounted inside it first."""
+    for point in _mounts_under(root):
+        logger.warning("unmounting leftover mount %s", point)
+        subprocess.run(["umount", "-l", point], check=False)
+    if _mounts_under(root):
+        logger.error("mounts remain under %s; not removing it", root)
+        return
+    started = time.monotonic()
+    shutil.rmtree(root, ignore_errors=True)
+    if root.exists():
+        logger.warning("could not fully remove %s", root)
+    else:
+        logger.info("removed %s in %.1fs", root, time.monotonic() - started)
+
+
+def _install_ca_bundle(rootfs: Path, ca_bundle: Path) -> None:
+    data = ca_bundle.read_bytes()
+    if b"-----BEGIN CERTIFICATE-----" not in data:
+        raise ValueError(f"{ca_bundle} does not look like a PEM certificate bundle")
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    local = rootfs / "usr/local/share/ca-certificates"
+    local.mkdir(parents=True, exist_ok=True)
+    (local / EXTRA_CA_NAME).write_bytes(data)
+    bundle = rootfs / "etc/ssl/certs/ca-certificates.crt"
+    bundle.parent.mkdir(parents=True, exist_ok=True)
+    existing = bundle.read_bytes() if bundle.exists() else b""
+    if existing and not existing.endswith(b"\n"):
+        existing += b"\n"
+    bundle.write_bytes(existing + data)
+    logger.info("added CA bundle %s to the image (%d bytes)", ca_bundle, len(data))
+
+
+def _clean_apt(rootfs: Path) -> None:
+    removed = 0
+    for pattern in ("var/cache/apt/archives/*.deb", "var/lib/apt/lists/*"):
+        for path in rootfs.glob(pattern):
+            if path.is_dir() and not path.is_symlink():
+                continue  # e.g. lists/partial; keep the directory layout apt expects
+            path.unlink()
+            removed += 1
+    for cache in ("var/cache/apt/pkgcache.bin", "var/cache/apt/srcpkgcache.bin"):
+        (rootfs / cache).unlink(missing_ok=True)
+    logger.info("removed %d apt cache files", removed)
+
+
+def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
+    while chunk := stream.read(_CHUNK):
+        yield chunk
+
+
+def _import_rootfs(client: Any, rootfs: Path, tag: str, suite: str) -> str:
+    """Stream ``tar -C rootfs -c .`` into the engine's image import; return the image id."""
+    repository, name = split_tag(tag)
+    tar = subprocess.Popen(
+        ["tar", "--numeric-owner", "-C", str(rootfs), "-c", "."],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert tar.stdout is not None and tar.stderr is not None
+    try:
+        result = client.api.import_image(
+            src=_chunks(tar.stdout),
+            repository=repository,
+            tag=name,
+            changes=import_changes(suite),
+            stream_src=True,
+        )
+    finally:
+        tar.stdout.close()
+        stderr = tar.stderr.read().decode(errors="replace")
+        tar.stderr.close()
+        code = tar.wait()
+    if code != 0:
+        raise RuntimeError(f"tar of {rootfs} failed with exit code {code}: {stderr.strip()}")
+    text = result if isinstance(result, str) else str(result)
+    if "errorDetail" in text or '"error"' in text:
+        raise RuntimeError(f"docker import of {tag} failed: {text.strip()}")
+    image = client.images.get(tag)
+    return str(image.id)
+
+
+def build_debootstrap_base_image(
+    tag: str = DEFAULT_BASE_IMAGE,
+    *,
+    suite: str = DEFAULT_SUITE,
+    packages: Sequence[str] = DEFAULT_PACKAGES,
+    ca_bundle: Path | None = None,
+    mirror: str | None = None,
+    force: bool = False,
+    workdir: Path | None = None,
+    client: Any | None = None,
+) -> str:
+    """Build the base image ``tag`` with debootstrap + ``docker import``; return ``tag``.
+
+    Cached by tag: returns at once when the image exists, unless ``force``. ``ca_bundle``
+    (off by default) is a PEM bundle added to the image's trust store, for networks that
+    intercept TLS. ``workdir`` is where the temporary root file system is made (it must
+    allow exec and device files). ``client`` defaults to ``docker.from_env()``.
+    """
+    import docker
+
+    own_client = client is None
+    if client is None:
+        client = docker.from_env(timeout=600)
+    try:
+        if not force and base_image_exists(client, tag):
+            logger.info("base image %s exists; not rebuilding (use force to rebuild)", tag)
+            return tag
+        debootstrap = _find_debootstrap()
+        _require_root()
+        if ca_bundle is not None and not Path(ca_bundle).is_file():
+            raise FileNotFoundError(f"CA bundle {ca_bundle} not found")
+
+        started = time.monotonic()
+        tmp = Path(tempfile.mkdtemp(prefix="swe-stream-rootfs-", dir=workdir))
+        rootfs = tmp / "rootfs"
+        try:
+            cmd = [
+                debootstrap,
+                "--variant=minbase",
+                f"--include={','.join(packages)}",
+                suite,
+                str(rootfs),
+            ]
+            if mirror:
+                cmd.append(mirror)
+            logger.info("running %s", " ".join(cmd))
+            proc = subprocess.run(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                check=False,
+            )
+            if proc.returncode != 0:
+                tail = "\n".join(proc.stdout.splitlines()[-30:])
+                log = rootfs / "debootstrap/debootstrap.log"
+                if log.is_file():
+                    log_lines = log.read_text(errors="replace").splitlines()
+                    tail += "\n--- debootstrap.log ---\n" + "\n".join(log_lines[-30:])
+                raise RuntimeError(f"debootstrap failed with exit code {proc.returncode}:\n{tail}")
+            logger.info("debootstrap of %s done in %.1fs", suite, time.monotonic() - started)
+
+            if ca_bundle is not None:
+                _install_ca_bundle(rootfs, Path(ca_bundle))
+            _clean_apt(rootfs)
+
+            import_started = time.monotonic()
+            image_id = _import_rootfs(client, rootfs, tag, suite)
+            logger.info(
+                "imported %s as %s in %.1fs", tag, image_id, time.monotonic() - import_started
+            )
+        finally:
+            _remove_rootfs(tmp)
+        logger.info("built base image %s in %.1fs", tag, time.monotonic() - started)
+        return tag
+    finally:
+        if own_client:
+            client.close()
+
+
+def ensure_base_image(base_image: str) -> str | None:
+    """A problem that stops the demo (no Docker, no base image and no way to build it)."""
+    import docker.errors
+
+    try:
+        client = docker.from_env(timeout=60)
+        client.ping()
+    except Exception as exc:  # the SDK raises several unrelated types here
+        return f"no Docker engine answers ({exc}); start dockerd (see README)"
+    try:
+        client.images.get(base_image)
+        return None
+    except docker.errors.ImageNotFound:
+        pass
+    if shutil.which("debootstrap") is None:
+        return (
+            f"the base image {base_image} is missing and debootstrap is not "
+            "installed: apt-get install -y debootstrap, or run `swe-stream images base`"
+        )
+    logger.info("building the base image %s (debootstrap, about a minute)", base_image)
+    build_debootstrap_base_image(base_image)
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m streams.evaluation.images``: build the base image (a no-op if the tag exists)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m streams.evaluation.images",
+        description="Build the offline Docker base image with debootstrap (needs root).",
+    )
+    parser.add_argument("--tag", default=DEFAULT_BASE_IMAGE, help="image tag to build")
+    parser.add_argument("--suite", default=DEFAULT_SUITE, help="Debian suite")
+    parser.add_argument(
+        "--ca-bundle",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="PEM CA bundle to trust inside the image (for TLS-intercepting networks)",
+    )
+    parser.add_argument("--mirror", default=None, help="Debian mirror URL for debootstrap")
+    parser.add_argument(
+        "--force", action="store_true", help="rebuild even if the tag already exists"
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    import docker.errors
+
+    try:
+        tag = build_debootstrap_base_image(
+            args.tag,
+            suite=args.suite,
+            ca_bundle=args.ca_bundle,
+            mirror=args.mirror,
+            force=args.force,
+        )
+    except (RuntimeError, OSError, ValueError, docker.errors.DockerException) as exc:
+        logger.error("%s", exc)
+        return 1
+    print(tag)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,388 @@
+"""Where repository code runs: a Docker container with limits and, by default, no network.
+
+``Sandbox`` starts one long-lived container from an image (``sleep infinity`` as PID 1) and
+runs each step with ``docker exec`` under ``timeout -s KILL``, so a validation of several test
+runs pays for one container start. Files go in with ``put_archive``. The container is removed
+when the ``with`` block ends, whatever happened. Nothing it prints is logged by Docker (a
+command writing to ``/proc/1/fd/1`` would otherwise fill the host's disk with the log).
+
+A container's own layer has no disk quota on most engines (overlay2's ``--storage-opt size``
+needs xfs with project quotas), and ``ulimit -f`` bounds each file, not how many: ``fallocate``
+takes gigabytes of the host's disk a millisecond. So for code that must not be trusted with
+the host's disk (``Limits.writable_mb``: the harness's agents and graders) the root filesystem
+is read-only and the places a command may write are tmpfs filled from the image: memory,
+charged to the container's memory limit.
+
+Blocking (the Docker SDK is synchronous): callers in the event loop use ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import re
+import shlex
+import socket
+import tarfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from streams.core.settings import DockerSettings
+
+log = logging.getLogger("swe_stream.sandbox")
+
+KILLED = 137  # 128 + SIGKILL: what `timeout -s KILL` makes the command exit with
+LABEL = "org.swe-stream.sandbox"  # on every sandbox container
+# host:pid:start-time of the process that made the container: a process killed before it
+# could remove its containers (SIGKILL, OOM, power loss) leaves them running `sleep
+# infinity`; the next process on the host finds them by this label and removes them
+OWNER_LABEL = "org.swe-stream.owner"
+# where a command may write when the root filesystem is read-only (besides the working dir)
+WRITABLE = ("/tmp", "/var/tmp", "/root", "/run")
+
+
+def _process_start(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22), which
+    tells a live process from a later one that reused its pid; None if there is none."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def owner_label() -> str:
+    """This process as a container owner: ``host:pid:start``."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{_process_start(pid) or '-'}"
+
+
+def owner_is_gone(owner: str) -> bool:
+    """Whether ``owner`` (an ``owner_label()``) is a process of this host that no longer runs.
+    Owners on other hosts, and unreadable ones, are never taken for gone."""
+    owner_host, pid, start = [*owner.split(":"), "", "", ""][:3]
+    if owner_host != socket.gethostname() or not pid.isdigit():
+        return False
+    return start == "-" or _process_start(int(pid)) != start
+
+
+def listed_containers(client: Any, label: str) -> list[dict[str, Any]]:
+    """Containers (any state) carrying ``label`` (``name`` or ``name=value``), as the engine
+    lists them. The low-level list: the high-level one inspects each container it lists, and
+    one that another process removes in between would fail the whole listing."""
+    containers: list[dict[str, Any]] = client.api.containers(all=True, filters={"label": label})
+    return containers
+
+
+def _remove(client: Any, container_id: str) -> bool:
+    import docker.errors
+
+    try:
+        client.api.remove_container(container_id, force=True)
+        return True
+    except docker.errors.NotFound:  # removed meanwhile by someone else
+        return False
+    except docker.errors.APIError as error:  # e.g. removal already in progress
+        log.debug("could not remove container %s: %s", container_id[:12], error)
+        return False
+
+
+def remove_orphans(client: Any) -> int:
+    """Remove the sandbox containers that processes of this host which no longer run left
+    behind, then their images; those of live processes and of other hosts are left alone."""
+    removed = 0
+    for container in listed_containers(client, OWNER_LABEL):
+        if owner_is_gone((container.get("Labels") or {}).get(OWNER_LABEL, "")):
+            removed += _remove(client, container["Id"])
+    if removed:
+        log.warning("removed %d sandbox container(s) left by processes that died", removed)
+    remove_orphan_images(client)  # only once the containers standing on them are gone
+    return removed
+
+
+def remove_orphan_images(client: Any) -> int:
+    """Remove the images of dropped layers whose builder, a process of this host, died before
+    its task ended (SIGKILL, OOM): nobody else uses them, and an always-on worker restarted
+    after each crash would otherwise leave one or two images per crash behind."""
+    import docker.errors
+
+    images = client.api.images(filters={"label": OWNER_LABEL})
+    orphans = [i for i in images if owner_is_gone((i.get("Labels") or {}).get(OWNER_LABEL, ""))]
+    removed = 0
+    # newest first: a dropped instance image stands on its build's dropped env image
+    for image in sorted(orphans, key=lambda i: i.get("Created", 0), reverse=True):
+        try:
+            client.api.remove_image(image["Id"], force=True)
+            removed += 1
+        except docker.errors.NotFound:  # removed meanwhile by another process
+            continue
+        except docker.errors.APIError as error:
+            log.debug("could not remove image %s: %s", image["Id"][:19], error)
+    if removed:
+        log.warning("removed %d image(s) left by processes that died", removed)
+    return removed
+
+
+def remove_orphans_if_docker() -> None:
+    """``remove_orphans`` on this host's engine, if one answers: a worker killed
+    mid-validation (SIGKILL, OOM) left its sandboxes running and its images behind. A worker
+    without Docker (no validation) has nothing to remove."""
+    try:
+        import docker
+
+        remove_orphans(docker.from_env(timeout=60))
+    except Exception as exc:  # no Docker here, or it went away: the next worker tries again
+        log.debug("no orphan sandboxes removed: %s", exc)
+
+
+def remove_labelled(client: Any, label: str, value: str) -> int:
+    """Remove every container carrying ``label=value`` (what an interrupted run left)."""
+    return sum(_remove(client, c["Id"]) for c in listed_containers(client, f"{label}={value}"))
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of a sandbox container."""
+
+    memory_mb: int = 4096
+    cpus: float = 2.0
+    pids: int = 512
+    network: bool = False
+    # None: the container writes to its image layer, on the host's disk (`ulimit -f` bounds
+    # each file, not their number). A size: the root filesystem is read-only and the working
+    # directory and WRITABLE are tmpfs of this many MB each, filled from the image; what is
+    # written there is memory charged to `memory_mb`, so the host's disk never sees it.
+    writable_mb: int | None = None
+
+    @classmethod
+    def from_settings(cls, docker: DockerSettings) -> Limits:
+        return cls(docker.memory_mb, docker.cpus, docker.pids_limit)
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int
+    output: str  # stdout then stderr
+    seconds: float  # wall time seen from the host (docker exec included)
+    timed_out: bool
+    inner_seconds: float  # the command's own time, measured inside the container
+    stdout: str = ""
+    stderr: str = ""
+
+
+# the command's own duration, printed by the wrapper inside the container (nanoseconds)
+_TIMING = "__swe_stream_ns__"
+_TIMING_RE = re.compile(rf"^{_TIMING} (\d+)$", re.MULTILINE)
+
+# Output goes to files inside the container, not down the exec stream: a command that prints
+# without end (or leaves a background process printing) cannot fill the host's memory, and
+# what comes back is bounded. ``ulimit -f`` (KiB) bounds every file the command writes, those
+# output files included, so it cannot fill the host's disk either within its timeout.
+_WRAPPER = """d=$(mktemp -d /tmp/.swe-stream-exec.XXXXXX)
+show() {{
+  n=$(stat -c %s "$1")
+  if [ "$n" -le {limit} ]; then cat "$1"; else
+    head -c {half} "$1"; printf '\\n[... %s bytes cut ...]\\n' $((n - 2 * {half}))
+    tail -c {half} "$1"
+  fi
+}}
+s=$(date +%s%N)
+(ulimit -f {file_kib}; exec timeout -s KILL {seconds} bash -c {command}) >"$d/o" 2>"$d/e" </dev/null
+rc=$?
+e=$(date +%s%N)
+show "$d/o"; echo; echo "{timing} $((e - s))"; show "$d/e" >&2; rm -rf "$d"; exit $rc
+"""
+
+
+class Sandbox:
+    """One container from ``image``; use as a context manager."""
+
+    def __init__(
+        self,
+        client: Any,
+        image: str,
+        limits: Limits = Limits(),
+        *,
+        workdir: str = "/testbed",
+        environment: dict[str, str] | None = None,
+        name: str | None = None,
+        mounts: dict[str, str] | None = None,
+        keep: bool = False,
+        labels: dict[str, str] | None = None,
+    ):
+        self.client = client
+        self.image = image
+        self.limits = limits
+        self.workdir = workdir
+        self.environment = environment or {}
+        self.name = name
+        self.mounts = mounts or {}  # host directory -> container path, read-only
+        # leave the container for inspection: stopped, not removed (left running when its
+        # files are tmpfs, which a stop would empty)
+        self.keep = keep
+        self.labels = {LABEL: "1", OWNER_LABEL: owner_label(), **(labels or {})}
+        self.container: Any = None
+
+    @property
+    def container_id(self) -> str | None:
+        return str(self.container.id) if self.container is not None else None
+
+    @property
+    def read_only(self) -> bool:
+        return self.limits.writable_mb is not None
+
+    def _writable(self) -> list[str]:
+        return list(dict.fromkeys(p for p in (self.workdir, *WRITABLE) if p.strip("/")))
+
+    def __enter__(self) -> Sandbox:
+        options: dict[str, Any] = {}
+        if self.read_only:
+            size = f"rw,exec,nosuid,nodev,size={self.limits.writable_mb}m"
+            options = {"read_only": True, "tmpfs": dict.fromkeys(self._writable(), size)}
+        self.container = self.client.containers.create(
+            self.image,
+            ["sleep", "infinity"],
+            name=self.name,
+            working_dir=self.workdir,
+            environment=self.environment,
+            network_mode="bridge" if self.limits.network else "none",
+            mem_limit=f"{self.limits.memory_mb}m",
+            memswap_limit=f"{self.limits.memory_mb}m",
+            nano_cpus=int(self.limits.cpus * 1e9),
+            pids_limit=self.limits.pids,
+            labels=self.labels,
+            init=True,  # reaps what the tests leave behind
+            volumes={host: {"bind": inside, "mode": "ro"} for host, inside in self.mounts.items()},
+            log_config={"type": "none"},  # what it prints to PID 1's output: never on disk
+            **options,
+        )
+        try:
+            self.container.start()
+            if self.read_only:
+                self._fill_from_image()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _fill_from_image(self) -> None:
+        """The image's files of each tmpfs place (hidden by the mount), copied into it."""
+        import docker.errors
+
+        source = self.client.containers.create(
+            self.image,
+            ["true"],
+            labels=self.labels,
+            network_mode="none",
+            log_config={"type": "none"},
+        )
+        try:
+            for path in self._writable():
+                try:
+                    chunks, _ = source.get_archive(path)
+                except docker.errors.NotFound:  # not in the image: the mount is all there is
+                    continue
+                self._extract(chunks, path.rsplit("/", 1)[0] or "/")
+        finally:
+            source.remove(force=True)
+
+    def _extract(self, chunks: Iterable[bytes], directory: str) -> None:
+        """Untar ``chunks`` into ``directory`` with ``tar`` inside the container, fed through
+        the exec's stdin (``put_archive`` refuses a read-only root filesystem)."""
+        api = self.client.api
+        exec_id = api.exec_create(
+            self.container.id, ["tar", "-x", "-p", "-C", directory], stdin=True
+        )["Id"]
+        stream = api.exec_start(exec_id, socket=True)
+        raw = getattr(stream, "_sock", stream)
+        output = b""
+        try:
+            for chunk in chunks:
+                raw.sendall(chunk)
+            raw.shutdown(socket.SHUT_WR)
+            while data := raw.recv(1 << 16):
+                output = (output + data)[-4096:]
+        finally:
+            stream.close()
+        deadline = time.monotonic() + 60
+        while (state := api.exec_inspect(exec_id))["Running"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if state["ExitCode"] != 0:
+            text = output.decode("utf-8", errors="replace")[-2000:]
+            raise RuntimeError(f"could not copy files into the sandbox at {directory}: {text}")
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.container is not None:
+            try:
+                if self.keep and not self.read_only:
+                    self.container.stop(timeout=1)
+                elif not self.keep:
+                    self.container.remove(force=True)
+            except Exception as error:  # the engine may already have removed it
+                log.warning("could not remove sandbox container: %s", error)
+            self.container = None
+
+    def put_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        """Write ``data`` to ``path`` (an absolute path) inside the container."""
+        payload = data.encode() if isinstance(data, str) else data
+        directory, _, name = path.rpartition("/")
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            info = tarfile.TarInfo(name)
+            info.size = len(payload)
+            info.mode = mode
+            info.mtime = int(time.time())
+            tar.addfile(info, io.BytesIO(payload))
+        self.run(f"mkdir -p {directory or '/'}", timeout=30)
+        if self.read_only:
+            self._extract([buffer.getvalue()], directory or "/")
+        elif not self.container.put_archive(directory or "/", buffer.getvalue()):
+            raise RuntimeError(f"could not copy {path} into the sandbox")
+
+    def run(
+        self,
+        command: str,
+        *,
+        timeout: float,
+        workdir: str | None = None,
+        output_limit: int = 8 << 20,
+        file_limit: int = 1 << 30,
+    ) -> ExecResult:
+        """``bash -c command`` killed after ``timeout`` seconds.
+
+        Each of stdout and stderr comes back whole up to ``output_limit`` bytes, else its
+        first and last halves around a ``[... N bytes cut ...]`` line; no file the command
+        writes may grow past ``file_limit`` bytes."""
+        started = time.monotonic()
+        seconds_limit = f"{max(1.0, timeout):.0f}"
+        timed = _WRAPPER.format(
+            limit=output_limit,
+            half=output_limit // 2,
+            file_kib=max(1, file_limit >> 10),
+            seconds=seconds_limit,
+            command=shlex.quote(command),
+            timing=_TIMING,
+        )
+        code, (out, err) = self.container.exec_run(
+            ["bash", "-c", timed], workdir=workdir or self.workdir, demux=True
+        )
+        seconds = time.monotonic() - started
+        stdout = (out or b"").decode("utf-8", errors="replace")
+        stderr = (err or b"").decode("utf-8", errors="replace")
+        matches = list(_TIMING_RE.finditer(stdout))
+        match = matches[-1] if matches else None  # the wrapper's line is the last one
+        inner = int(match[1]) / 1e9 if match else seconds
+        if match:
+            stdout = stdout[: match.start()].rstrip("\n") + "\n"
+        # SIGKILL before the time limit is not the timeout: the memory limit's OOM killer, say
+        timed_out = code == KILLED and inner >= float(seconds_limit) - 0.05
+        return ExecResult(int(code), stdout + stderr, seconds, timed_out, inner, stdout, stderr)

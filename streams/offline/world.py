@@ -1,0 +1,331 @@
+"""The offline world of ``swe-stream demo`` (and of the end-to-end tests of ``mine``).
+
+Without internet access or tokens the pipeline still runs for real, against local services:
+
+- a **repository** made with git on this machine: a small Python package with a bug, and a
+  merged pull request that fixes it and adds a test; published as a bare remote over
+  ``file://``, so extract clones it as it would clone GitHub;
+- a **GH Archive** server on 127.0.0.1 serving a real hour (the 2015-01-01 00:00 UTC hour
+  shipped with the package, or any hour file) with one more PullRequestEvent appended: the
+  merge of that pull request, shaped like the events GitHub published then;
+- a **GitHub API** server on 127.0.0.1 answering for that repository (the pull request, its
+  changed files, the repository) and ``404`` for everything else, so the real PRs of the hour
+  fail at enrich, at once, with their reason in the ledger - as expected offline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from isal import igzip
+
+from streams.offline.local_http import LocalServer, running
+from streams.offline.local_repo import PullRequestRepo, make_pull_request_repo, run_git
+
+DEMO_REPO = "swe-stream-demo/units"
+DEMO_HOUR = "2015-01-01-0"
+DEMO_NUMBER = 1  # the local remote keeps the merged PR as refs/pull/1/head
+
+BASE_FILES = {
+    "README.md": "# units\n\nConversions between units of measure.\n",
+    "pyproject.toml": '[project]\nname = "units"\nversion = "0.1.0"\n',
+    "units/__init__.py": (
+        "from units.temperature import celsius_to_fahrenheit, fahrenheit_to_celsius\n\n"
+        "__all__ = ['celsius_to_fahrenheit', 'fahrenheit_to_celsius']\n"
+    ),
+    "units/temperature.py": (
+        '"""Temperature scales."""\n\n\n'
+        "def celsius_to_fahrenheit(celsius):\n"
+        "    return celsius * 9 / 5 + 32\n\n\n"
+        "def fahrenheit_to_celsius(fahrenheit):\n"
+        "    return fahrenheit - 32 * 5 / 9\n"
+    ),
+    "tests/__init__.py": "",
+    "tests/test_temperature.py": (
+        "from units import celsius_to_fahrenheit\n\n\n"
+        "def test_freezing_point():\n"
+        "    assert celsius_to_fahrenheit(0) == 32\n\n\n"
+        "def test_boiling_point():\n"
+        "    assert celsius_to_fahrenheit(100) == 212\n"
+    ),
+}
+FIX_FILES: dict[str, str | None] = {
+    "units/temperature.py": BASE_FILES["units/temperature.py"].replace(
+        "return fahrenheit - 32 * 5 / 9", "return (fahrenheit - 32) * 5 / 9"
+    ),
+    "tests/test_temperature.py": BASE_FILES["tests/test_temperature.py"].replace(
+        "from units import celsius_to_fahrenheit\n",
+        "from units import celsius_to_fahrenheit, fahrenheit_to_celsius\n",
+    )
+    + (
+        "\n\ndef test_fahrenheit_to_celsius():\n"
+        "    assert fahrenheit_to_celsius(212) == 100\n"
+        "    assert fahrenheit_to_celsius(32) == 0\n"
+    ),
+}
+TITLE = "Fix fahrenheit_to_celsius operator precedence"
+BODY = (
+    "fahrenheit_to_celsius(212) returns 194.2 instead of 100: the subtraction of 32 must "
+    "happen before the scaling by 5/9."
+)
+
+
+def shipped_hour() -> Path:
+    """The real GH Archive hour the package ships for the demo (see streams/offline/demo_data)."""
+    return Path(str(resources.files("streams.offline") / "demo_data" / f"{DEMO_HOUR}.json.gz"))
+
+
+def make_demo_repository(root: Path, repo: str = DEMO_REPO) -> PullRequestRepo:
+    """The demo repository with its merged pull request, published under ``root``."""
+    return make_pull_request_repo(
+        root, repo=repo, base_files=BASE_FILES, pr_files=FIX_FILES, main_files_after_branch={}
+    )
+
+
+def _diff_files(pr: PullRequestRepo) -> list[dict[str, Any]]:
+    """The PR's changed files as GitHub's ``/pulls/N/files`` lists them (base...head)."""
+    numstat = run_git(pr.remote, "diff", "--numstat", pr.base_sha, pr.head_sha)
+    files = []
+    for line in numstat.splitlines():
+        added, removed, name = line.split("\t", 2)
+        patch = run_git(pr.remote, "diff", pr.base_sha, pr.head_sha, "--", name)
+        hunks = patch[patch.index("@@") :] if "@@" in patch else ""
+        files.append(
+            {
+                "filename": name,
+                "status": "modified",
+                "additions": int(added),
+                "deletions": int(removed),
+                "changes": int(added) + int(removed),
+                "patch": hunks,
+            }
+        )
+    return files
+
+
+@dataclass
+class DemoPullRequest:
+    """The demo PR as GitHub's API and events show it."""
+
+    repo: PullRequestRepo
+    number: int
+    files: list[dict[str, Any]]
+    merged_at: str
+
+    @property
+    def owner(self) -> str:
+        return self.repo.repo.split("/")[0]
+
+    def repository(self) -> dict[str, Any]:
+        owner, name = self.repo.repo.split("/")
+        return {
+            "id": 900_000_001,
+            "name": name,
+            "full_name": self.repo.repo,
+            "owner": {"login": owner, "id": 900_000_000, "type": "Organization"},
+            "private": False,
+            "fork": False,
+            "archived": False,
+            "language": "Python",
+            "stargazers_count": 321,
+            "watchers_count": 321,
+            "default_branch": "main",
+            "license": {"key": "mit", "spdx_id": "MIT"},
+        }
+
+    def pull_request(self) -> dict[str, Any]:
+        repository = self.repository()
+        return {
+            "url": f"https://api.github.com/repos/{self.repo.repo}/pulls/{self.number}",
+            "id": 900_000_100 + self.number,
+            "number": self.number,
+            "state": "closed",
+            "title": TITLE,
+            "body": BODY,
+            "user": {"login": "demo-contributor", "id": 900_000_002, "type": "User"},
+            "created_at": "2014-12-31T22:00:00Z",
+            "updated_at": self.merged_at,
+            "closed_at": self.merged_at,
+            "merged_at": self.merged_at,
+            "merged": True,
+            "merge_commit_sha": self.repo.merge_sha,
+            "commits": 1,
+            "additions": sum(f["additions"] for f in self.files),
+            "deletions": sum(f["deletions"] for f in self.files),
+            "changed_files": len(self.files),
+            "head": {"ref": "fix", "sha": self.repo.head_sha, "repo": repository},
+            "base": {"ref": "main", "sha": self.repo.base_sha, "repo": repository},
+        }
+
+    def event(self) -> dict[str, Any]:
+        """The PullRequestEvent of the merge, as GH Archive recorded events in 2015."""
+        owner = self.owner
+        return {
+            "id": "9000000001",
+            "type": "PullRequestEvent",
+            "actor": {"id": 900_000_003, "login": "demo-maintainer"},
+            "repo": {"id": 900_000_001, "name": self.repo.repo},
+            "public": True,
+            "created_at": self.merged_at,
+            "org": {"id": 900_000_000, "login": owner},
+            "payload": {
+                "action": "closed",
+                "number": self.number,
+                "pull_request": self.pull_request(),
+            },
+        }
+
+
+def demo_pull_request(
+    pr: PullRequestRepo, merged_at: str = "2015-01-01T00:59:00Z"
+) -> DemoPullRequest:
+    return DemoPullRequest(pr, DEMO_NUMBER, _diff_files(pr), merged_at)
+
+
+def hour_with_events(hour_file: Path, events: list[dict[str, Any]]) -> bytes:
+    """The hour's gzip bytes with ``events`` appended as more lines."""
+    data = igzip.decompress(hour_file.read_bytes())
+    if data and not data.endswith(b"\n"):
+        data += b"\n"
+    data += b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in events)
+    return igzip.compress(data, compresslevel=1)
+
+
+# the servers --------------------------------------------------------------------------------
+
+
+class _ArchiveHandler(BaseHTTPRequestHandler):
+    server: LocalServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _answer(self, body: bool) -> None:
+        files: dict[str, bytes] = self.server.fake
+        data = files.get(self.path.split("?")[0].lstrip("/"))
+        if data is None:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/gzip")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._answer(body=True)
+
+    def do_HEAD(self) -> None:
+        self._answer(body=False)
+
+
+_PULL = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<number>\d+)(?P<files>/files)?$")
+_REPO = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)$")
+
+
+class GitHubStandIn(LocalServer):
+    """The GitHub API stand-in; ``authorizations`` holds the ``Authorization`` header of each
+    request (tests check which token was sent, and that it went nowhere else)."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler], fake: Any) -> None:
+        super().__init__(handler, fake)
+        self.authorizations: list[str] = []
+
+
+class _GitHubHandler(BaseHTTPRequestHandler):
+    server: GitHubStandIn
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.count_request()
+        self.server.authorizations.append(self.headers.get("Authorization", ""))
+        prs: dict[tuple[str, int], DemoPullRequest] = self.server.fake
+        path = self.path.split("?")[0]
+        answer: Any = None
+        if match := _PULL.match(path):
+            pr = prs.get((match["repo"].lower(), int(match["number"])))
+            if pr is not None:
+                answer = pr.files if match["files"] else pr.pull_request()
+        elif match := _REPO.match(path):
+            for pr in prs.values():
+                if pr.repo.repo.lower() == match["repo"].lower():
+                    answer = pr.repository()
+        status = 200 if answer is not None else 404
+        body = json.dumps(
+            answer
+            if answer is not None
+            else {
+                "message": "Not Found (offline: only the demo repository is served)",
+                "documentation_url": "https://docs.github.com/rest",
+            }
+        ).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-RateLimit-Limit", "5000")
+        self.send_header("X-RateLimit-Remaining", "4999")
+        self.send_header("X-RateLimit-Reset", "4102444800")
+        self.send_header("X-RateLimit-Resource", "core")
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@dataclass
+class OfflineWorld:
+    """Where the pipeline's settings should point while the world is up."""
+
+    gharchive_url: str
+    github_url: str
+    git_url_template: str
+    hour: str
+    pull_request: DemoPullRequest
+    github: GitHubStandIn | None = None  # the GitHub stand-in (its ``requests`` count calls)
+
+    def overrides(self) -> dict[str, Any]:
+        """Settings overrides that send the pipeline to the local services."""
+        return {
+            "gharchive": {"base_url": self.gharchive_url},
+            "github": {
+                "api_url": self.github_url,
+                "git_url_template": self.git_url_template,
+                "max_attempts": 1,
+            },
+        }
+
+
+@contextlib.contextmanager
+def offline_world(
+    root: Path, hour_file: Path | None = None, hour: str = DEMO_HOUR
+) -> Iterator[OfflineWorld]:
+    """Make the demo repository under ``root`` and serve the hour and the API until the
+    block ends."""
+    pr = demo_pull_request(make_demo_repository(root / "git"))
+    served = {f"{hour}.json.gz": hour_with_events(hour_file or shipped_hour(), [pr.event()])}
+    archive = LocalServer(_ArchiveHandler, served)
+    github = GitHubStandIn(_GitHubHandler, {(pr.repo.repo.lower(), pr.number): pr})
+    with running(archive, "demo-gharchive"), running(github, "demo-github"):
+        yield OfflineWorld(
+            archive.base_url, github.base_url, pr.repo.url_template, hour, pr, github
+        )
+
+
+def git_available() -> bool:
+    try:
+        subprocess.run(["git", "--version"], capture_output=True, check=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return True

@@ -1,0 +1,229 @@
+"""What every stage shares: a stage's logic is a plain async function from one input record to
+an ``Outcome``; ``StageRunner`` does the rest, identically for every stage:
+
+    bytes --decode--> record --ledger: final?--> skipped (counted; no work at all)
+      |                 |
+      |                 +--logic--> Outcome --> outputs (output topic) + ledger transition
+      |                 |
+      +-- schema error  +-- exception  --> <input topic>.dlq (error + original bytes), counted
+
+``register_stage`` is the thin Faust wiring: one agent per stage, raw bytes in, so that a record
+that fails its schema reaches the DLQ instead of crashing the consumer.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import ValidationError
+
+from schemas import Record
+from streams.core import metrics
+from streams.core.errors import DependencyError
+from streams.kafka.topics import TopicSpec
+from streams.pipeline.dlq import replay_attempt, send_to_dlq
+from streams.pipeline.ledger import Ledger, SinkLedgerStore
+from streams.pipeline.sinks import FaustSink, RecordSink
+
+log = logging.getLogger("swe_stream.stage")
+
+In = TypeVar("In", bound=Record)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A stage's decision for one record: what to emit and what to write to the ledger."""
+
+    outputs: Sequence[Record] = ()
+    status: str | None = None  # ledger status; None = this stage writes no ledger entry
+    reason: str | None = None
+
+    @classmethod
+    def accept(cls, *outputs: Record, status: str | None = "accepted") -> Outcome:
+        return cls(tuple(outputs), status, None)
+
+    @classmethod
+    def reject(cls, reason: str) -> Outcome:
+        """Dropped for good (final in the ledger for this pipeline version)."""
+        return cls((), "rejected", reason)
+
+    @classmethod
+    def ignore(cls, reason: str) -> Outcome:
+        """Dropped for now: this record does not qualify, a later one of the PR may."""
+        return cls((), "ignored", reason)
+
+
+Handler = Callable[[In], Awaitable[Outcome]]
+
+
+@dataclass(frozen=True)
+class Stage(Generic[In]):
+    """One named step of the stream graph."""
+
+    name: str
+    source: TopicSpec
+    output: TopicSpec | None
+    handle: Handler[In]
+    concurrency: int = 1
+    skip_final: bool = True  # skip PRs the ledger holds in a final state for this version
+    # False: records another pipeline version wrote are skipped (its own group reads the
+    # topic from the start); True for a stage fed from outside the pipeline (raw events,
+    # harness requests), whose input any version may consume
+    any_version: bool = False
+    # replay --until-time: input records stamped at or after this (ms since the epoch) are
+    # skipped, counted as after_until_time
+    until_ms: int | None = None
+
+
+def record_key(record: Record) -> bytes | None:
+    """The Kafka key of an output record: its ``key`` property (``owner/repo#number``)."""
+    key = getattr(record, "key", None)
+    return str(key).encode() if key is not None else None
+
+
+class StageRunner(Generic[In]):
+    """Runs one stage's logic on raw Kafka records. Never raises for a bad record."""
+
+    def __init__(
+        self,
+        stage: Stage[In],
+        sink: RecordSink,
+        pipeline_version: int,
+        ledger: Ledger | None = None,
+    ):
+        self.stage = stage
+        self.sink = sink
+        self.pipeline_version = pipeline_version
+        self.ledger = ledger or Ledger(SinkLedgerStore(sink), pipeline_version)
+
+    async def process(
+        self,
+        key: bytes | None,
+        value: bytes,
+        partition: int,
+        offset: int,
+        attempt: int = 1,
+        timestamp_ms: int | None = None,
+    ) -> Outcome | None:
+        """Handle one record; returns the outcome, or None when it went to the DLQ.
+        ``attempt``: 1, or one more than the dead letter a ``dlq replay`` sent it back from;
+        ``timestamp_ms``: the record's Kafka timestamp (checked against ``until_ms``)."""
+        stage = self.stage.name
+        metrics.STAGE_RECORDS_IN.labels(stage=stage).inc()
+        started = time.perf_counter()
+        try:
+            until = self.stage.until_ms
+            if until is not None and timestamp_ms is not None and timestamp_ms >= until:
+                metrics.STAGE_RECORDS_SKIPPED.labels(stage=stage, reason="after_until_time").inc()
+                return Outcome()
+            try:
+                record = self.stage.source.value_model.from_json(value)
+            except ValidationError as exc:
+                await self._dead_letter(key, value, partition, offset, exc, "schema", attempt)
+                return None
+            version = getattr(record, "pipeline_version", self.pipeline_version)
+            if not self.stage.any_version and version != self.pipeline_version:
+                metrics.STAGE_RECORDS_SKIPPED.labels(
+                    stage=stage, reason="other_pipeline_version"
+                ).inc()
+                return Outcome()
+            # a dead letter sent back (attempt > 1) is an explicit retry of a failed PR
+            if attempt == 1 and self.stage.skip_final and self._already_final(record):
+                metrics.STAGE_RECORDS_SKIPPED.labels(stage=stage, reason="already_final").inc()
+                return Outcome()
+            try:
+                outcome = await self.stage.handle(record)  # type: ignore[arg-type]
+            except Exception as exc:  # the stage's bug or a dependency's failure: keep going
+                # a service that answered with an error (404, exhausted retries, no such
+                # commit) is explained by its message: one line, not a traceback
+                if isinstance(exc, DependencyError):
+                    log.warning("stage %s failed on %s: %s", stage, key, exc)
+                else:
+                    log.exception("stage %s failed on %s@%d:%d", stage, key, partition, offset)
+                await self._dead_letter(key, value, partition, offset, exc, "logic", attempt)
+                await self._ledger(record, "failed", f"{type(exc).__name__}: {exc}"[:500])
+                return None
+            await self._emit(record, outcome)
+            return outcome
+        finally:
+            metrics.STAGE_PROCESSING_SECONDS.labels(stage=stage).observe(
+                time.perf_counter() - started
+            )
+
+    def _already_final(self, record: Record) -> bool:
+        repo, number = getattr(record, "repo", None), getattr(record, "number", None)
+        if isinstance(repo, str) and isinstance(number, int):
+            return self.ledger.final_entry(repo, number) is not None
+        return False
+
+    async def _emit(self, record: Record, outcome: Outcome) -> None:
+        stage = self.stage.name
+        if outcome.outputs:
+            if self.stage.output is None:
+                raise RuntimeError(f"stage {stage} has no output topic but emitted records")
+            for output in outcome.outputs:
+                await self.sink.send(self.stage.output.name, record_key(output), output.to_json())
+            metrics.STAGE_RECORDS_OUT.labels(stage=stage).inc(len(outcome.outputs))
+        if outcome.status in ("rejected", "ignored"):
+            metrics.STAGE_RECORDS_REJECTED.labels(stage=stage, reason=outcome.reason or "").inc()
+        if outcome.status is not None:
+            await self._ledger(record, outcome.status, outcome.reason)
+
+    async def _ledger(self, record: Record, status: str, reason: str | None) -> None:
+        repo, number = getattr(record, "repo", None), getattr(record, "number", None)
+        if isinstance(repo, str) and isinstance(number, int):
+            await self.ledger.record(
+                repo, number, stage=self.stage.name, status=status, reason=reason
+            )
+
+    async def _dead_letter(
+        self,
+        key: bytes | None,
+        value: bytes,
+        partition: int,
+        offset: int,
+        error: BaseException,
+        kind: str,
+        attempt: int = 1,
+    ) -> None:
+        metrics.STAGE_RECORDS_FAILED.labels(stage=self.stage.name, error=kind).inc()
+        await send_to_dlq(
+            self.sink,
+            source_topic=self.stage.source.name,
+            partition=partition,
+            offset=offset,
+            key=key,
+            value=value,
+            error=error,
+            stage=self.stage.name,
+            pipeline_version=self.pipeline_version,
+            attempts=attempt,
+            dlq_topic=self.stage.source.dlq_name,
+        )
+
+
+def register_stage(app: Any, stage: Stage[Any], ledger: Ledger) -> Any:
+    """Wire ``stage`` into the Faust ``app`` as an agent reading raw bytes from its source."""
+    channel = app.topic(stage.source.name, key_serializer="raw", value_serializer="raw")
+    runner: StageRunner[Any] = StageRunner(stage, FaustSink(app), ledger.pipeline_version, ledger)
+
+    async def run_stage(stream: Any) -> None:
+        async for event in stream.events():
+            message = event.message
+            attempt = replay_attempt(event.headers)
+            timestamp = message.timestamp  # seconds, as Faust gives it
+            await runner.process(
+                event.key,
+                event.value,
+                message.partition,
+                message.offset,
+                attempt,
+                timestamp_ms=round(timestamp * 1000) if timestamp is not None else None,
+            )
+
+    run_stage.__name__ = run_stage.__qualname__ = stage.name.replace("-", "_").replace(".", "_")
+    return app.agent(channel, name=stage.name, concurrency=stage.concurrency)(run_stage)

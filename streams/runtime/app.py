@@ -1,0 +1,180 @@
+"""The Faust app: ``create_app`` wires the stages, the ledger table and the worker's
+maintenance (metrics, lag, stalled commits, orphaned sandboxes). Nothing is built at import
+time: ``streams.runtime.worker_app`` holds the worker's ``app``, which
+``faust -A streams.runtime.worker_app worker`` and ``swe-stream worker`` both run.
+
+Kafka behaviour comes from the settings (``streams.kafka.client.KafkaProfile``): on the embedded
+broker ``swe-stream worker`` sets ``kafka.idempotence=off`` and short rebalance timeouts
+itself; with ``faust -A`` against a Tansu broker, set ``SWE_STREAM_KAFKA_IDEMPOTENCE=off``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import faust
+from aiokafka import TopicPartition
+from faust.transport.drivers import TRANSPORTS
+from faust.transport.drivers import aiokafka as faust_aiokafka
+
+from streams.core import metrics
+from streams.core.settings import Settings
+from streams.evaluation.sandbox import remove_orphans_if_docker
+from streams.kafka.client import KafkaProfile, LagProbe
+from streams.kafka.commits import CommitStallWatch, repair_stalled_commits
+from streams.pipeline.ledger import Ledger, TableLedgerStore, ledger_table, raw_schema
+from streams.pipeline.stage import Stage, register_stage
+from streams.runtime.topology import StageResources, pipeline_stages
+
+log = logging.getLogger("swe_stream.app")
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+IDEMPOTENT_SCHEME = "kafka-idempotent"
+
+
+class IdempotentProducer(faust_aiokafka.Producer):
+    """Faust's producer turns idempotence on only inside transactions; we want it always
+    (on brokers that support it) so that retries never duplicate a record."""
+
+    def _settings_extra(self) -> dict[str, Any]:
+        return {**super()._settings_extra(), "acks": "all", "enable_idempotence": True}
+
+
+class IdempotentTransport(faust_aiokafka.Transport):
+    Producer = IdempotentProducer
+
+
+TRANSPORTS[IDEMPOTENT_SCHEME] = f"{__name__}:IdempotentTransport"
+
+
+StagesFactory = Callable[[Settings, StageResources], Iterable[Stage[Any]]]
+
+
+def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> faust.App:
+    """A Faust app wired with the ``stages`` the factory builds (default: the pipeline's,
+    filtered by ``worker.stages``), the ledger table and the metrics server."""
+    bootstrap = settings.kafka.bootstrap or DEFAULT_BOOTSTRAP
+    profile = KafkaProfile.resolve(settings.kafka, bootstrap, embedded=False)
+    scheme = IDEMPOTENT_SCHEME if profile.idempotence else "kafka"
+    datadir = settings.worker.data_dir / "faust" / settings.worker.app_id
+    # Faust creates only the last path component of its datadir.
+    datadir.parent.mkdir(parents=True, exist_ok=True)
+    options: dict[str, Any] = {
+        "broker": f"{scheme}://{bootstrap}",
+        "autodiscover": False,
+        "store": "memory://",
+        "datadir": str(datadir),
+        "web_host": settings.worker.web_host,
+        "web_port": settings.worker.web_port or 6066,  # Faust refuses 0; unused when off
+        "web_enabled": settings.worker.web_port != 0,
+        "topic_partitions": settings.kafka.partitions,
+        "topic_replication_factor": settings.kafka.replication_factor,
+        "consumer_auto_offset_reset": "earliest",
+        "producer_acks": -1,
+        # a stage may wait out a GitHub rate-limit reset (up to an hour) inside one record
+        "broker_max_poll_interval": settings.github.max_rate_limit_wait_seconds + 300,
+    }
+    if profile.rebalance_timeout_seconds:
+        options["broker_rebalance_timeout"] = profile.rebalance_timeout_seconds
+    if profile.session_timeout_seconds:
+        options["broker_session_timeout"] = profile.session_timeout_seconds
+        options["broker_heartbeat_interval"] = profile.session_timeout_seconds / 4
+    app = faust.App(settings.worker.app_id, **options)
+    partitions = settings.kafka.partitions
+    ledger = Ledger(TableLedgerStore(ledger_table(app, partitions)), settings.pipeline_version)
+
+    def table(name: str) -> Any:
+        # key_type/value_type bytes as well as the raw schema: the schema serializes what is
+        # written, but recovery from the changelog decodes by the table's types (JSON unless
+        # bytes), and a key that is not JSON made a restarted worker's recovery hang
+        return app.Table(
+            name,
+            default=None,
+            schema=raw_schema(),
+            key_type=bytes,
+            value_type=bytes,
+            partitions=partitions,
+        )
+
+    for stage in stages(settings, StageResources(ledger, table)):
+        register_stage(app, stage, ledger)
+
+    register_maintenance(app, settings, bootstrap)
+    return app
+
+
+def register_maintenance(app: faust.App, settings: Settings, bootstrap: str) -> None:
+    """The worker's own tasks beside the stages: /metrics, the orphan reaper, the consumer lag
+    gauge and the watch for offset commits stuck behind lost acks."""
+    app.monitor = metrics.faust_monitor()
+    metrics_port = settings.worker.metrics_port
+
+    @app.task
+    async def serve_metrics() -> None:
+        metrics.serve_metrics(metrics_port)
+
+    @app.task
+    async def remove_orphan_sandboxes() -> None:
+        # a worker killed mid-validation (SIGKILL, OOM) left its sandbox running forever
+        await asyncio.to_thread(remove_orphans_if_docker)
+
+    lag = LagProbe(bootstrap, settings.worker.app_id)
+
+    @app.timer(interval=settings.worker.lag_interval_seconds)
+    async def measure_lag() -> None:
+        try:
+            assigned = [TopicPartition(tp.topic, tp.partition) for tp in app.consumer.assignment()]
+            for tp, behind in (await lag.lag(assigned)).items():
+                metrics.CONSUMER_LAG.labels(topic=tp.topic, partition=str(tp.partition)).set(behind)
+        except Exception as exc:  # the cluster may be rebalancing or away: measure next time
+            log.debug("consumer lag not measured: %s", exc)
+
+    stall_watch = CommitStallWatch(checks=3)
+
+    @app.timer(interval=settings.worker.commit_stall_check_seconds)
+    async def repair_commit_stalls() -> None:
+        try:
+            await repair_stalled_commits(app.consumer, stall_watch)
+        except Exception as exc:  # a rebalance may be under way: look again next time
+            log.debug("commit stalls not checked: %s", exc)
+
+    async def close_lag_probe(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        await lag.close()  # its clients, before the loop closes under them
+
+    # weak=False: the signal would otherwise hold this local function by a weak reference
+    app.on_before_shutdown.connect(close_lag_probe, weak=False)
+
+
+def app_settings(settings: Settings, profile: KafkaProfile) -> Settings:
+    """The settings the in-process app runs with: this cluster, this profile."""
+    kafka = settings.kafka.model_copy(
+        update={
+            "bootstrap": profile.bootstrap,
+            "idempotence": "on" if profile.idempotence else "off",
+            "rebalance_timeout_seconds": profile.rebalance_timeout_seconds,
+            "session_timeout_seconds": profile.session_timeout_seconds,
+        }
+    )
+    # no Faust web server: /metrics is served by the command, and a fixed web port would
+    # collide with a worker on the same machine
+    worker = settings.worker.model_copy(update={"web_port": 0})
+    return settings.model_copy(update={"kafka": kafka, "worker": worker})
+
+
+def app_with_stages(
+    settings: Settings, select: Callable[[list[Stage[Any]]], list[Stage[Any]]] = list
+) -> tuple[faust.App, list[Stage[Any]]]:
+    """An app of the pipeline's stages (``select`` picks among them), finalized, and the
+    stages it runs: an in-process run counts their records."""
+    stages: list[Stage[Any]] = []
+
+    def capture(run_settings: Settings, resources: StageResources) -> list[Stage[Any]]:
+        stages.extend(select(pipeline_stages(run_settings, resources)))
+        return stages
+
+    app = create_app(settings, stages=capture)
+    app.finalize()
+    return app, stages

@@ -1,0 +1,122 @@
+"""The stream graph in one place: which stage reads which topic and writes which.
+
+    GH Archive hours -ingest-> gharchive.pull-request-events -prefilter-> pr.candidates
+      -enrich-> pr.enriched -classify-> pr.classified -extract-> pr.patches
+      -validate (+ agentic testgen)-> tasks.validated -score-> tasks.scored
+      -export-> tasks.exported (+ task dirs, dataset.jsonl) -harness-> harness.results
+    every stage -> swe.ledger (compacted; the processed-PR ledger)
+    every stage -> <its input topic>.dlq (records it could not handle, with the error)
+
+Each stage lives in its own module in ``agents/`` and is listed in ``pipeline_stages``, in
+graph order (``STAGE_ORDER`` names the PR stages in that order for the funnel); the topics
+come from ``streams.kafka.topics``. Ingest is a producer, not a Faust agent (it reads GH
+Archive, not Kafka). ``make_validator`` is the one place the evaluation engine is wired from
+the settings: the validate and harness stages, ``swe-stream validate``, ``harness`` and
+``demo`` all use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from agents.classify import classify_stage
+from agents.enrich import RepositoryCache, enrich_stage
+from agents.export import export_stage
+from agents.extract import extract_stage
+from agents.harness import harness_stages
+from agents.prefilter import prefilter_stage
+from agents.score import score_stage
+from agents.testgen import make_test_generator
+from agents.validate import validate_stage
+from streams.clients.git import RepoCache
+from streams.clients.github import GitHubClient
+from streams.clients.llm import LLMClient
+from streams.core.settings import Settings
+from streams.evaluation.sandbox import Limits
+from streams.evaluation.validator import Validator, docker_from_env
+from streams.pipeline.ledger import Ledger
+from streams.pipeline.stage import Stage
+
+# the PR stages in graph order: the funnel's rows (the harness stages evaluate, they mine nothing)
+STAGE_ORDER = ("prefilter", "enrich", "classify", "extract", "validate", "score", "export")
+
+Table = MutableMapping[bytes, bytes]
+
+
+@dataclass
+class StageResources:
+    """What stages share in one worker: the ledger and named key/value tables (Faust tables,
+    recovered from their changelogs; plain dicts in tests)."""
+
+    ledger: Ledger
+    table: Callable[[str], Table]
+
+
+def pipeline_stages(settings: Settings, resources: StageResources) -> list[Stage[Any]]:
+    """The stages a worker runs, in graph order. Stages register here as they are built."""
+    github = GitHubClient(settings.github)
+    llm = LLMClient(settings.llm)
+    repos = repo_cache(settings)
+    repositories = RepositoryCache(
+        resources.table("github-repositories"), github, settings.github.repo_cache_ttl_seconds
+    )
+    limits = Limits.from_settings(settings.docker)
+    validator = make_validator(settings, repos)
+    testgen = make_test_generator(settings.testgen, llm, limits)
+    stages: list[Stage[Any]] = [
+        prefilter_stage(settings.prefilter, resources.ledger),
+        enrich_stage(
+            settings.enrich,
+            github,
+            repositories,
+            settings.pipeline_version,
+            bots=settings.prefilter.bots,
+            concurrency=settings.github.concurrency,
+        ),
+        classify_stage(settings.classify, llm, settings.pipeline_version),
+        extract_stage(settings.extract, repos, settings.pipeline_version),
+        validate_stage(validator, testgen),
+        score_stage(settings.score, llm, settings.pipeline_version),
+        export_stage(settings.export_dir, settings.pipeline_version),
+        *harness_stages(
+            settings.harness,
+            settings.harness.tasks_dir or settings.export_dir,
+            validator,
+            limits,
+            settings.pipeline_version,
+        ),
+    ]
+    return select_stages(stages, settings.worker.stages)
+
+
+def repo_cache(settings: Settings) -> RepoCache:
+    """The clones of the repositories, cloned through the settings' git URL template."""
+    return RepoCache(
+        settings.extract.repos_dir or settings.worker.data_dir / "repos",
+        settings.github.git_url_template,
+    )
+
+
+def make_validator(settings: Settings, repos: RepoCache | None = None) -> Validator:
+    """The evaluation engine as the settings configure it (one Docker client, one clone cache,
+    one image cache for every stage and command that validates or evaluates)."""
+    return Validator(
+        repos or repo_cache(settings),
+        docker_from_env,
+        settings.docker,
+        settings.validation,
+        settings.pipeline_version,
+    )
+
+
+def select_stages(stages: list[Stage[Any]], names: list[str]) -> list[Stage[Any]]:
+    """The stages named (all when ``names`` is empty); an unknown name is an error."""
+    if not names:
+        return stages
+    known = {stage.name for stage in stages}
+    unknown = sorted(set(names) - known)
+    if unknown:
+        raise ValueError(f"unknown stage(s) {unknown}; the pipeline has {sorted(known)}")
+    return [stage for stage in stages if stage.name in names]

@@ -1,0 +1,106 @@
+"""The task the harness tests evaluate: the offline world's demo repository's PR
+(``streams.offline.world``) through extract and validate, exported as a task directory (a
+module-scoped fixture, imported by the test modules that use it), and engines to evaluate it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import REGISTRY
+
+from agents.extract import Extract
+from agents.validate import ValidateStage
+from schemas import PatchSet, ScoredTask, ValidatedTask
+from schemas.workspace import TaskWorkspace
+from streams.clients.git import RepoCache
+from streams.core.settings import DockerSettings, ExtractSettings, ValidateSettings
+from streams.evaluation.environments import INSTANCE_REPOSITORY, process_tag
+from streams.evaluation.harness import RUN_LABEL, HarnessEngine, HarnessOptions
+from streams.evaluation.sandbox import Limits
+from streams.evaluation.taskdir import write_task_dir
+from streams.evaluation.validator import Validator
+from streams.offline.world import make_demo_repository
+from tests.agents.repo_tasks import classified_for
+
+TASK = "swe-stream-demo-units-1"
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory, base_image: str, docker_client: Any) -> Any:
+    """The demo repository's PR through extract and validate, exported as a task directory."""
+    root = tmp_path_factory.mktemp("harness")
+    pr = make_demo_repository(root / "git")
+    repos = RepoCache(root / "cache", pr.url_template)
+
+    async def validated() -> ValidatedTask:
+        (patches,) = (await Extract(repos, ExtractSettings(), 1)(classified_for(pr))).outputs
+        assert isinstance(patches, PatchSet)
+        docker = DockerSettings(base_image=base_image, memory_mb=1024, cpus=1)
+        check = ValidateStage(
+            Validator(repos, lambda: docker_client, docker, ValidateSettings(runs=1), 1)
+        )
+        (task,) = (await check(patches)).outputs
+        assert isinstance(task, ValidatedTask)
+        return task
+
+    loop = asyncio.new_event_loop()  # not asyncio.run: it would unset the tests' event loop
+    try:
+        task = loop.run_until_complete(validated())
+    finally:
+        loop.close()
+    scored = ScoredTask(
+        **task.model_dump(), quality_score=0.9, quality_reasoning="r", accepted=True
+    )
+    workspace = TaskWorkspace.from_scored(scored, TASK)
+    write_task_dir(root / "tasks", workspace)
+    return root, pr, workspace
+
+
+def engine_for(
+    made: Any, docker_client: Any, base_image: str, tmp_path: Path, **options: Any
+) -> HarnessEngine:
+    root, pr, _ = made
+    docker = DockerSettings(base_image=base_image, memory_mb=1024, cpus=1)
+    repos = RepoCache(root / "cache", pr.url_template)
+    validator = Validator(repos, lambda: docker_client, docker, ValidateSettings(), 1)
+    settings = {"agent_timeout_seconds": 60.0, "test_timeout_seconds": 60.0} | options
+    return HarnessEngine(
+        validator,
+        HarnessOptions(output_dir=tmp_path / "results", **settings),
+        Limits.from_settings(docker),
+    )
+
+
+def agent_dir(tmp_path: Path, workspace: TaskWorkspace, script: str) -> Path:
+    directory = tmp_path / "agent"
+    directory.mkdir(exist_ok=True)
+    (directory / "fix.patch").write_text(workspace.patch)
+    (directory / "run.sh").write_text(script)
+    return directory
+
+
+def evaluate(engine: HarnessEngine, made: Any) -> Any:
+    return engine.evaluate(made[0] / "tasks" / TASK)
+
+
+def containers_of(docker_client: Any, engine: HarnessEngine) -> list[Any]:
+    label = f"{RUN_LABEL}={engine.options.run_id}"
+    return list(docker_client.containers.list(all=True, filters={"label": label}))
+
+
+def our_instance_images(docker_client: Any) -> set[str]:
+    """The instance images this process built and has not dropped."""
+    return {
+        tag
+        for image in docker_client.images.list(name=INSTANCE_REPOSITORY)
+        for tag in image.tags
+        if tag.endswith(process_tag())
+    }
+
+
+def instance_builds() -> float:
+    labels = {"layer": "instance", "result": "built"}
+    return REGISTRY.get_sample_value("swe_stream_images_total", labels) or 0.0

@@ -1,0 +1,52 @@
+"""Grading as pure functions: stable results only (flaky tests dropped, before and after the
+fix), FAIL_TO_PASS and PASS_TO_PASS from them, and a candidate patch's evaluation."""
+
+from __future__ import annotations
+
+import pytest
+
+from streams.evaluation.grading import Evaluation, Run, judge
+
+
+@pytest.mark.unit
+def test_judge_drops_tests_whose_result_changes() -> None:
+    before = Run({"t::a": "failed", "t::b": "passed", "t::f": "failed"}, 1.0, False)
+    afters = [
+        Run({"t::a": "passed", "t::b": "passed", "t::f": "passed"}, 1.0, False),
+        Run({"t::a": "passed", "t::b": "passed", "t::f": "failed"}, 1.0, False),
+    ]
+    verdict = judge([before], afters)
+    assert verdict.flaky == ["t::f"] and "t::f" not in verdict.before
+    assert verdict.after == {"t::a": "passed", "t::b": "passed"}
+    assert verdict.fail_to_pass == ["t::a"]
+
+
+@pytest.mark.unit
+def test_judge_drops_tests_whose_result_changes_before_the_fix() -> None:
+    befores = [
+        Run({"t::a": "failed", "t::r": "failed"}, 1.0, False),
+        Run({"t::a": "failed", "t::r": "passed"}, 1.0, False),  # t::r fails only sometimes
+    ]
+    afters = [Run({"t::a": "passed", "t::r": "passed"}, 1.0, False)] * 2
+    verdict = judge(befores, afters)
+    assert verdict.flaky == ["t::r"] and verdict.fail_to_pass == ["t::a"]
+    assert "t::r" not in verdict.after
+
+
+@pytest.mark.unit
+def test_fail_to_pass_counts_an_error_before_the_fix_as_failing() -> None:
+    before = Run({"t::old": "passed", "t::new": "error", "t::gone": "passed"}, 1.0, False)
+    after = Run({"t::old": "passed", "t::new": "passed", "t::skip": "skipped"}, 1.0, False)
+    verdict = judge([before], [after])
+    assert verdict.fail_to_pass == ["t::new"] and verdict.pass_to_pass == ["t::old"]
+    # a test missing from the after-run counts as an error there: it is neither
+    assert "t::gone" not in verdict.fail_to_pass + verdict.pass_to_pass
+
+
+@pytest.mark.unit
+def test_an_evaluation_resolves_only_when_the_patch_applied_and_every_test_passed() -> None:
+    statuses = {"t::f": "passed", "t::p": "passed"}
+    assert Evaluation(True, statuses, ["t::f"], ["t::p"]).resolved
+    assert not Evaluation(False, statuses, ["t::f"], ["t::p"]).resolved
+    failing = Evaluation(True, {"t::f": "passed", "t::p": "failed"}, ["t::f"], ["t::p"])
+    assert not failing.resolved and failing.failing(["t::f", "t::p", "t::x"]) == ["t::p", "t::x"]

@@ -1,0 +1,251 @@
+"""The harness engine with the real Docker engine, on a task the pipeline made from a
+repository the test builds (``streams.offline.world``'s): agents that fix, do nothing, crash,
+hang, reach for the network or for the hidden tests; broken tasks; ``swe-stream harness``'s JSON
+(the command is the engine's thin wrapper)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import socket
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from schemas.harness import HarnessReport
+from streams.evaluation.harness import evaluate_all
+from streams.evaluation.taskdir import find_task_dirs
+from tests.conftest import REPO_ROOT, SWE_STREAM
+from tests.harness_tasks import (
+    TASK,
+    agent_dir,
+    containers_of,
+    engine_for,
+    evaluate,
+    instance_builds,
+    our_instance_images,
+)
+from tests.harness_tasks import made as made  # the module fixture: the exported task
+from tests.workers import worker_env
+
+pytestmark = pytest.mark.docker
+
+
+def test_a_gold_agent_resolves_the_task(
+    made: Any, docker_client: Any, base_image: str, tmp_path: Path
+) -> None:
+    workspace = made[2]
+    directory = agent_dir(tmp_path, workspace, "git apply /agent/fix.patch\n")
+    engine = engine_for(
+        made, docker_client, base_image, tmp_path,
+        agent_dir=directory, agent_command="bash /agent/run.sh",
+    )  # fmt: skip
+    result = evaluate(engine, made)
+    assert (result.status, result.sanity_check, result.error) == ("resolved", True, None)
+    assert [c.passed for c in result.fail_to_pass] == [True]
+    assert len(result.pass_to_pass) == len(workspace.PASS_TO_PASS) >= 2
+    out = tmp_path / "results" / TASK
+    assert (out / "model.patch").read_text().count("(fahrenheit - 32) * 5 / 9") == 1
+    report = json.loads((out / "report.json").read_text())[workspace.instance_id]
+    assert report["resolved"] and report["patch_successfully_applied"]
+    assert report["tests_status"]["FAIL_TO_PASS"] == {
+        "success": list(workspace.FAIL_TO_PASS),
+        "failure": [],
+    }
+    assert containers_of(docker_client, engine) == []
+
+
+@pytest.mark.parametrize(
+    ("command", "status", "error"),
+    [
+        ("true", "unresolved", None),
+        ("echo crashing; exit 1", "agent_error", "the agent exited with 1"),
+        ("sleep 120", "agent_error", "the agent was killed at its timeout (3 s)"),
+    ],
+    ids=["does-nothing", "exits-1", "sleeps-past-timeout"],
+)
+def test_agents_that_do_not_fix_it(
+    made: Any,
+    docker_client: Any,
+    base_image: str,
+    tmp_path: Path,
+    command: str,
+    status: str,
+    error: str | None,
+) -> None:
+    engine = engine_for(
+        made, docker_client, base_image, tmp_path, agent_command=command, agent_timeout_seconds=3
+    )
+    result = evaluate(engine, made)
+    assert (result.status, result.error) == (status, error)
+    assert result.sanity_check
+    if status == "unresolved":
+        assert [c.passed for c in result.fail_to_pass] == [False]
+        assert all(c.passed for c in result.pass_to_pass)
+    assert containers_of(docker_client, engine) == []  # removed, timeout included
+
+
+def test_the_agent_has_no_network_no_hidden_tests_and_no_unnamed_secrets(
+    made: Any, docker_client: Any, base_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    connections: list[Any] = []
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def accept() -> None:
+        server.settimeout(30)
+        try:
+            while True:
+                connections.append(server.accept())
+        except OSError:
+            return
+
+    threading.Thread(target=accept, daemon=True).start()
+    workspace = made[2]
+    hidden = 'def test_fahrenheit_to_""celsius'  # the shell joins it; this script lacks it
+    script = (
+        "python3 - <<'EOF'\n"
+        "import socket\n"
+        f"for host in ('127.0.0.1', 'pypi.org'):\n"
+        "    try:\n"
+        f"        socket.create_connection((host, {port}), timeout=3)\n"
+        "        print('CONNECTED', host)\n"
+        "    except OSError as error:\n"
+        "        print('BLOCKED', host, type(error).__name__)\n"
+        "EOF\n"
+        f'grep -rl "{hidden}" /testbed /tmp /run /agent /root 2>/dev/null && echo HIDDEN-FOUND '
+        "|| echo HIDDEN-ABSENT\n"
+        # the search works: the same pattern is found where a file holds it
+        "echo 'def test_fahrenheit_to_''celsius' > /var/tmp/control\n"
+        f'grep -l "{hidden}" /var/tmp/control && echo CONTROL-FOUND\n'
+        "echo PROMPT-FILE $(wc -c < $SWE_PROMPT_FILE)\n"
+        "env | sort\n"
+    )
+    directory = agent_dir(tmp_path, workspace, script)
+    monkeypatch.setenv("SWE_STREAM_TEST_SECRET", "s3cret-named")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_hostsecretnotpassed")
+    engine = engine_for(
+        made, docker_client, base_image, tmp_path,
+        agent_dir=directory, agent_command="bash /agent/run.sh",
+        agent_env={"SWE_STREAM_TEST_SECRET": "s3cret-named"},
+    )  # fmt: skip
+    result = evaluate(engine, made)
+    server.close()
+    output = result.agent_output
+    assert result.status == "unresolved", output
+    assert "BLOCKED 127.0.0.1" in output and "BLOCKED pypi.org" in output
+    assert "CONNECTED" not in output and connections == []  # the host saw nothing
+    assert "HIDDEN-ABSENT" in output and "HIDDEN-FOUND" not in output
+    assert "CONTROL-FOUND" in output
+    assert f"PROMPT-FILE {len(workspace.prompt.encode())}" in output
+    assert "SWE_STREAM_TEST_SECRET=s3cret-named" in output  # named: passed
+    assert "ghp_hostsecretnotpassed" not in output and "GITHUB_TOKEN" not in output
+
+
+def test_broken_tasks_are_sanity_fail_and_setup_error(
+    made: Any, docker_client: Any, base_image: str, tmp_path: Path
+) -> None:
+    root = made[0]
+    # a FAIL_TO_PASS check that already passes before any agent
+    data = yaml.safe_load((root / "tasks" / TASK / "workspace.yaml").read_text())
+    data["fail_to_pass"] = data["fail_to_pass"] + data["pass_to_pass"][:1]
+    broken = tmp_path / "broken" / TASK
+    shutil.copytree(root / "tasks" / TASK, broken)
+    (broken / "workspace.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    engine = engine_for(made, docker_client, base_image, tmp_path, agent_command="true")
+    result = engine.evaluate(broken)
+    assert (result.status, result.sanity_check) == ("sanity_fail", False)
+    assert "FAIL_TO_PASS already passing" in (result.error or "")
+    # an environment that cannot be built
+    engine = engine_for(made, docker_client, "swe-stream/no-such-base:0", tmp_path)
+    result = evaluate(engine, made)
+    assert result.status == "setup_error" and result.error
+
+
+def test_the_cli_runs_tasks_in_parallel_and_prints_swe_forges_json(
+    made: Any, tmp_path: Path, base_image: str
+) -> None:
+    root, pr, workspace = made
+    tasks = tmp_path / "tasks"
+    for letter in "abcd":  # four tasks, one each
+        data = yaml.safe_load((root / "tasks" / TASK / "workspace.yaml").read_text())
+        data["id"] = f"{TASK}-{letter}"
+        target = tasks / data["id"]
+        shutil.copytree(root / "tasks" / TASK, target)
+        (target / "workspace.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    directory = agent_dir(tmp_path, workspace, "git apply /agent/fix.patch\n")
+    env = worker_env() | {
+        "SWE_STREAM_GITHUB_GIT_URL_TEMPLATE": pr.url_template,
+        "SWE_STREAM_WORKER_DATA_DIR": str(root / "data"),
+    }
+    done = subprocess.run(
+        [SWE_STREAM, "harness", "-i", str(tasks), "--agent-dir", str(directory),
+         "--agent-cmd", "bash /agent/run.sh", "--parallel", "2", "--json",
+         "-o", str(tmp_path / "out")],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = HarnessReport.model_validate_json(done.stdout)
+    assert (report.total, report.resolved) == (4, 4), done.stdout[-4000:]
+    assert sorted(r.task_id for r in report.results) == [f"{TASK}-{x}" for x in "abcd"]
+    raw = json.loads(done.stdout)
+    assert set(raw) == {
+        "total", "resolved", "unresolved", "agent_error", "test_error", "setup_error",
+        "sanity_fail", "avg_agent_time_secs", "results",
+    }  # fmt: skip
+    command = raw["results"][0]["fail_to_pass"][0]
+    assert {"command", "exit_code", "passed", "duration_ms"} <= set(command)
+    assert len(find_task_dirs(tmp_path / "out")) == 0  # results, not tasks
+    assert (tmp_path / "out" / f"{TASK}-a" / "report.json").is_file()
+
+
+def test_evaluate_all_reports_each_task_once(
+    made: Any, docker_client: Any, base_image: str, tmp_path: Path
+) -> None:
+    engine = engine_for(made, docker_client, base_image, tmp_path, agent_command="true")
+    seen: list[str] = []
+    report = asyncio.run(
+        evaluate_all(
+            engine,
+            [made[0] / "tasks" / TASK] * 2,
+            parallel=2,
+            on_done=lambda r: seen.append(r.status),
+        )
+    )
+    assert report.total == 2 and report.unresolved == 2 and seen == ["unresolved"] * 2
+
+
+def test_evaluations_of_one_task_at_once_each_drop_their_own_images(
+    made: Any, docker_client: Any, base_image: str, tmp_path: Path
+) -> None:
+    """At the default cache level an instance image belongs to the evaluation that built it:
+    three at once build three, and drop all three (one CI run's escape tests left 11 behind,
+    children of the env image that slowed every later build's cache probe)."""
+    before = our_instance_images(docker_client)
+    engine = engine_for(made, docker_client, base_image, tmp_path, agent_command="true")
+    builds = instance_builds()
+    report = asyncio.run(evaluate_all(engine, [made[0] / "tasks" / TASK] * 3, parallel=3))
+    assert report.total == 3 and report.unresolved == 3
+    assert instance_builds() - builds == 3  # each its own
+    assert our_instance_images(docker_client) == before
+
+
+def test_keep_containers_leaves_the_agents_container(
+    made: Any, docker_client: Any, base_image: str, tmp_path: Path
+) -> None:
+    engine = engine_for(
+        made, docker_client, base_image, tmp_path, agent_command="touch kept", keep_containers=True
+    )
+    try:
+        result = evaluate(engine, made)
+        (kept,) = containers_of(docker_client, engine)  # the agent's; the graders' are gone
+        assert result.container_id == kept.id and result.status == "unresolved"
+        assert kept.attrs["HostConfig"]["NetworkMode"] == "none"
+    finally:
+        assert engine.abort() == 1  # and Ctrl-C's clean-up removes it
+    assert containers_of(docker_client, engine) == []

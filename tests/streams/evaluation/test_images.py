@@ -1,0 +1,188 @@
+"""The offline base image: sandboxed containers run from it, and building it is cached by tag."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streams.evaluation import images
+
+PROBE = r"""
+import json, os, socket, sys
+out = {"python": list(sys.version_info[:2]), "interfaces": sorted(os.listdir("/sys/class/net"))}
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=3).close()
+    out["connect"] = "OK"
+except OSError as exc:
+    out["connect"] = "FAILED: " + type(exc).__name__
+try:
+    socket.getaddrinfo("pypi.org", 443)
+    out["resolve"] = "OK"
+except OSError as exc:
+    out["resolve"] = "FAILED: " + type(exc).__name__
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture
+def run_container(docker_client: Any) -> Iterator[Any]:
+    """Run a detached container, wait for it, return (exit code, logs); always remove it."""
+    started: list[Any] = []
+
+    def run(image: str, command: list[str], **kwargs: Any) -> tuple[int, str]:
+        container = docker_client.containers.run(image, command, detach=True, **kwargs)
+        started.append(container)
+        status = container.wait(timeout=120)
+        logs = container.logs(stdout=True, stderr=True).decode(errors="replace")
+        return int(status["StatusCode"]), logs
+
+    yield run
+    for container in started:
+        container.remove(force=True)
+
+
+@pytest.mark.docker
+def test_sandboxed_container_has_python_and_no_network(
+    docker_client: Any, base_image: str, run_container: Any
+) -> None:
+    code, logs = run_container(
+        base_image,
+        ["python3", "-c", PROBE],
+        network_mode="none",
+        mem_limit="256m",
+        pids_limit=64,
+        nano_cpus=1_000_000_000,
+    )
+    assert code == 0, logs
+    out = json.loads(logs.strip().splitlines()[-1])
+    assert out["python"] == [3, 11]  # bookworm's python3
+    assert out["interfaces"] == ["lo"]
+    assert out["connect"].startswith("FAILED"), out
+    assert out["resolve"].startswith("FAILED"), out
+
+
+@pytest.mark.docker
+def test_limits_are_applied(docker_client: Any, base_image: str) -> None:
+    container = docker_client.containers.create(
+        base_image,
+        ["true"],
+        network_mode="none",
+        mem_limit="256m",
+        pids_limit=64,
+        nano_cpus=500_000_000,
+    )
+    try:
+        host_config = docker_client.api.inspect_container(container.id)["HostConfig"]
+    finally:
+        container.remove(force=True)
+    assert host_config["Memory"] == 256 * 1024 * 1024
+    assert host_config["PidsLimit"] == 64
+    assert host_config["NanoCpus"] == 500_000_000
+    assert host_config["NetworkMode"] == "none"
+
+
+@pytest.mark.docker
+def test_git_works_in_base_image(base_image: str, run_container: Any) -> None:
+    code, logs = run_container(base_image, ["git", "--version"], network_mode="none")
+    assert code == 0, logs
+    assert logs.startswith("git version 2."), logs
+
+
+@pytest.mark.docker
+def test_base_image_config(docker_client: Any, base_image: str) -> None:
+    config = docker_client.images.get(base_image).attrs["Config"]
+    assert config["Labels"][images.BASE_LABEL].startswith("debootstrap-")
+    assert "LANG=C.UTF-8" in config["Env"]
+    assert f"PATH={images.IMAGE_PATH}" in config["Env"]
+    assert config["Cmd"] == ["/bin/bash"]
+
+
+@pytest.mark.docker
+def test_build_is_cached_by_tag(
+    docker_client: Any, base_image: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_debootstrap(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"debootstrap must not run for an existing tag: {args}")
+
+    monkeypatch.setattr(images.subprocess, "run", no_debootstrap)
+    monkeypatch.setattr(images.subprocess, "Popen", no_debootstrap)
+    assert images.base_image_exists(docker_client, base_image)
+    before = docker_client.images.get(base_image).id
+    started = time.monotonic()
+    assert images.build_debootstrap_base_image(base_image, client=docker_client) == base_image
+    assert time.monotonic() - started < 5
+    assert docker_client.images.get(base_image).id == before
+
+
+@pytest.mark.docker
+def test_base_image_exists_false_for_unknown_tag(docker_client: Any) -> None:
+    assert not images.base_image_exists(docker_client, "swe-stream/no-such-image:never")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("tag", "expected"),
+    [
+        ("swe-stream/base:bookworm", ("swe-stream/base", "bookworm")),
+        ("swe-stream/base", ("swe-stream/base", "latest")),
+        ("localhost:5000/base", ("localhost:5000/base", "latest")),
+        ("localhost:5000/base:v1", ("localhost:5000/base", "v1")),
+    ],
+)
+def test_split_tag(tag: str, expected: tuple[str, str]) -> None:
+    assert images.split_tag(tag) == expected
+
+
+@pytest.mark.unit
+def test_import_changes_label_the_suite() -> None:
+    changes = images.import_changes("trixie")
+    assert "LABEL org.swe-stream.base=debootstrap-trixie" in changes
+    assert "ENV LANG=C.UTF-8" in changes
+    assert 'CMD ["/bin/bash"]' in changes
+
+
+@pytest.mark.unit
+def test_ca_bundle_is_installed_and_appended(tmp_path: Path) -> None:
+    rootfs = tmp_path / "rootfs"
+    system = rootfs / "etc/ssl/certs/ca-certificates.crt"
+    system.parent.mkdir(parents=True)
+    system.write_text("-----BEGIN CERTIFICATE-----\nSYSTEM\n-----END CERTIFICATE-----")
+    extra = tmp_path / "proxy.pem"
+    extra.write_text("-----BEGIN CERTIFICATE-----\nPROXY\n-----END CERTIFICATE-----\n")
+
+    images._install_ca_bundle(rootfs, extra)
+
+    installed = rootfs / "usr/local/share/ca-certificates" / images.EXTRA_CA_NAME
+    assert installed.read_text() == extra.read_text()
+    merged = system.read_text()
+    assert merged.index("SYSTEM") < merged.index("PROXY")
+    assert "-----END CERTIFICATE-----\n-----BEGIN CERTIFICATE-----" in merged
+
+
+@pytest.mark.unit
+def test_ca_bundle_must_be_pem(tmp_path: Path) -> None:
+    bogus = tmp_path / "bogus.crt"
+    bogus.write_text("not a certificate")
+    with pytest.raises(ValueError, match="PEM"):
+        images._install_ca_bundle(tmp_path / "rootfs", bogus)
+
+
+@pytest.mark.unit
+def test_apt_caches_are_cleaned(tmp_path: Path) -> None:
+    archives = tmp_path / "var/cache/apt/archives"
+    lists = tmp_path / "var/lib/apt/lists"
+    (archives / "partial").mkdir(parents=True)
+    (lists / "partial").mkdir(parents=True)
+    (archives / "git_2.39_amd64.deb").write_bytes(b"x")
+    (archives / "lock").write_bytes(b"")
+    (lists / "deb.debian.org_dists_bookworm_InRelease").write_bytes(b"x")
+
+    images._clean_apt(tmp_path)
+
+    assert sorted(p.name for p in archives.iterdir()) == ["lock", "partial"]
+    assert [p.name for p in lists.iterdir()] == ["partial"]

@@ -1,0 +1,110 @@
+"""commits: finding a partition whose offset commit is stuck behind records never acked, and a
+real worker on the embedded broker getting past one."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from streams.kafka.broker import free_port
+from streams.kafka.commits import CommitStallWatch, PartitionAcks, blocks_commit
+from streams.kafka.offsets import committed_offsets, topic_bounds
+from tests.conftest import REPO_ROOT, SWE_STREAM
+from tests.fakes.shout_stage import HEARD, LOST_ACK_TEXT, SHOUTED, Utterance
+from tests.workers import (
+    create_test_topics,
+    produce,
+    read,
+    stop,
+    wait_for_metrics,
+    worker_env,
+)
+
+STUCK = PartitionAcks(committed=1, acked=(3, 4, 5), in_flight=False)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("acks", "blocked"),
+    [
+        (STUCK, True),
+        (PartitionAcks(1, (2, 3), False), False),  # the next offset acked: commits
+        (PartitionAcks(1, (), False), False),  # nothing acked
+        (PartitionAcks(None, (3, 4), False), False),  # never committed: Faust commits anyway
+        (PartitionAcks(0, (3, 4), False), False),  # Faust treats 0 as never committed
+    ],
+)
+def test_a_hole_before_the_first_ack_blocks_the_commit(acks: PartitionAcks, blocked: bool) -> None:
+    assert blocks_commit(acks) is blocked
+
+
+@pytest.mark.unit
+def test_only_a_hole_unchanged_over_the_checks_with_nothing_in_flight_is_repaired() -> None:
+    watch = CommitStallWatch(checks=3)
+    assert watch.observe({"p0": STUCK}) == {}
+    assert watch.observe({"p0": STUCK}) == {}
+    assert watch.observe({"p0": STUCK}) == {"p0": 1}
+    assert watch.observe({"p0": STUCK}) == {}  # a repair starts a new count
+
+    moving = CommitStallWatch(checks=2)
+    assert moving.observe({"p0": STUCK}) == {}
+    assert moving.observe({"p0": PartitionAcks(1, (3, 4, 5, 6), False)}) == {}  # progress
+    busy = PartitionAcks(1, (3, 4, 5, 6), True)
+    assert moving.observe({"p0": busy}) == {}  # a record of it is being processed
+    assert moving.observe({"p0": PartitionAcks(1, (3, 4, 5, 6), False)}) == {}  # count restarts
+    assert moving.observe({"p0": PartitionAcks(1, (3, 4, 5, 6), False)}) == {"p0": 1}
+    with pytest.raises(ValueError):
+        CommitStallWatch(checks=0)
+
+
+@pytest.mark.integration
+def test_a_worker_gets_its_commit_past_a_lost_ack(bootstrap: str, tmp_path: Path) -> None:
+    asyncio.run(create_test_topics(bootstrap))
+    group = f"lossy-{os.getpid()}-{time.monotonic_ns()}"
+    metrics_port = free_port()
+    utterances = [
+        Utterance(pipeline_version=1, repo="octo/hello", number=n, text=f"hello {n}")
+        for n in range(1, 13)
+    ]
+    # last, on one partition (one key): one record, two whose acks get lost, one after them
+    # (before them, so that the hole is not at the partition's start: Faust commits past that)
+    lost = Utterance(pipeline_version=1, repo="octo/hello", number=50, text=LOST_ACK_TEXT)
+    before = lost.model_copy(update={"text": "before the lost acks"})
+    after = lost.model_copy(update={"text": "after the lost acks"})
+    utterances += [before, lost, lost, after]
+    asyncio.run(produce(bootstrap, [(u.key.encode(), u.to_json()) for u in utterances]))
+    log = tmp_path / "worker.log"
+    command = [
+        SWE_STREAM, "worker", "--app", "tests.fakes.lossy_shout_app:app",
+        "--bootstrap", bootstrap, "--app-id", group,
+        "--web-port", str(free_port()), "--metrics-port", str(metrics_port),
+    ]  # fmt: skip
+    env = worker_env() | {"SWE_STREAM_WORKER_COMMIT_STALL_CHECK_SECONDS": "1", "NO_CYTHON": "1"}
+    with open(log, "wb") as out:
+        process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=out, stderr=out)
+    try:
+        asyncio.run(read(bootstrap, SHOUTED.name, len(utterances), process))
+        bounds = asyncio.run(topic_bounds(bootstrap, HEARD.name))
+        ends = {partition: end for partition, (_, end) in bounds.items()}
+        deadline = time.monotonic() + 120
+        while (committed := asyncio.run(committed_offsets(bootstrap, group, HEARD.name))) != ends:
+            assert process.poll() is None, log.read_text()[-4000:]
+            assert time.monotonic() < deadline, (committed, ends, log.read_text()[-4000:])
+            time.sleep(0.5)
+        exposition = wait_for_metrics(metrics_port, process, log)
+        assert 'swe_stream_commit_stalls_repaired_total{topic="test.heard"} 1.0' in exposition
+        assert "stalled at offset" in log.read_text()
+        # the partition was read again from the first lost ack: those three records twice
+        shouted = asyncio.run(read(bootstrap, SHOUTED.name, len(utterances) + 3, process))
+        texts = [Utterance.from_json(value).text for _, value in shouted]
+        assert texts.count(LOST_ACK_TEXT.upper()) == 4 and texts.count(after.text.upper()) == 2
+        assert {u.text.upper() for u in utterances} == set(texts)
+        assert stop(process) == 0
+    finally:
+        if process.poll() is None:
+            stop(process)

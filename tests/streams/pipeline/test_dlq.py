@@ -1,0 +1,152 @@
+"""Dead letters on the embedded broker: a poison record lands in its DLQ, `dlq replay` sends
+it back; failing again it returns with attempts + 1; once the cause is fixed it moves on."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from schemas import DeadLetter, LedgerEntry
+from streams.kafka.broker import free_port
+from streams.pipeline.dlq import current_letters, replay_attempt
+from tests.conftest import REPO_ROOT, SWE_STREAM
+from tests.fakes.shout_stage import HEARD, SHOUTED, Utterance
+from tests.workers import (
+    create_test_topics,
+    produce,
+    read,
+    stop,
+    wait_for_metrics,
+    worker_env,
+)
+
+
+@pytest.mark.unit
+def test_the_attempt_comes_from_the_replay_header() -> None:
+    assert replay_attempt(None) == 1 and replay_attempt([]) == 1
+    assert replay_attempt([("swe-stream-attempt", b"3")]) == 3
+    assert replay_attempt({"other": b"9", "swe-stream-attempt": b"2"}) == 2
+    assert replay_attempt([("swe-stream-attempt", b"garbage")]) == 1
+
+
+def letter(value: bytes, attempts: int) -> DeadLetter:
+    return DeadLetter.capture(
+        source_topic="t", source_partition=0, source_offset=attempts, key="k", value=value,
+        exc=RuntimeError("x"), stage="s", pipeline_version=1, attempts=attempts,
+    )  # fmt: skip
+
+
+@pytest.mark.unit
+def test_one_replay_per_record_its_latest_attempt() -> None:
+    letters = [letter(b"a", 1), letter(b"b", 1), letter(b"a", 2)]
+    current = current_letters(letters)
+    assert sorted((x.original_value(), x.attempts) for x in current) == [(b"a", 2), (b"b", 1)]
+
+
+def dlq(bootstrap: str, action: str) -> str:
+    done = subprocess.run(
+        [SWE_STREAM, "dlq", action, "--topic", HEARD.dlq_name, "--bootstrap", bootstrap],
+        cwd=REPO_ROOT, env=worker_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.integration
+def test_a_poison_record_is_replayed_until_its_cause_is_fixed(
+    bootstrap: str, tmp_path: Path
+) -> None:
+    asyncio.run(create_test_topics(bootstrap))
+    cause = tmp_path / "fails-on"
+    cause.write_text("boom")
+    log, metrics_port = tmp_path / "worker.log", free_port()
+    command = [
+        SWE_STREAM, "worker", "--app", "tests.fakes.shout_app:app", "--bootstrap", bootstrap,
+        "--app-id", f"dlq-{os.getpid()}-{time.monotonic_ns()}", "--web-port", str(free_port()),
+        "--metrics-port", str(metrics_port),
+    ]  # fmt: skip
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            command, cwd=REPO_ROOT, env=worker_env() | {"SHOUT_FAILS_ON_FILE": str(cause)},
+            stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        wait_for_metrics(metrics_port, process, log)
+        boom = Utterance(pipeline_version=1, repo="octo/hello", number=7, text="boom")
+        fine = Utterance(pipeline_version=1, repo="octo/hello", number=8, text="fine")
+        records = [(u.key.encode(), u.to_json()) for u in (boom, fine)]
+        asyncio.run(produce(bootstrap, records))
+        asyncio.run(read(bootstrap, SHOUTED.name, 1, process))  # FINE: the worker goes on
+        (first,) = [
+            DeadLetter.from_json(v) for _, v in asyncio.run(read(bootstrap, HEARD.dlq_name, 1))
+        ]
+        assert (first.attempts, first.original_value()) == (1, boom.to_json())
+        assert "attempt 1" in dlq(bootstrap, "show")
+
+        # replayed with the cause still there: back in the DLQ, one attempt more
+        assert "replayed 1 records" in dlq(bootstrap, "replay")
+        letters = [
+            DeadLetter.from_json(v) for _, v in asyncio.run(read(bootstrap, HEARD.dlq_name, 2))
+        ]
+        assert sorted(x.attempts for x in letters) == [1, 2]
+        assert all(x.original_value() == boom.to_json() for x in letters)
+
+        # the cause fixed: the replayed record goes through (the failed PR is retried)
+        cause.write_text("nothing fails now")
+        assert "replayed 1 records" in dlq(bootstrap, "replay")
+        shouted = asyncio.run(read(bootstrap, SHOUTED.name, 2, process))
+        assert sorted(Utterance.from_json(v).text for _, v in shouted) == ["BOOM", "FINE"]
+        ledger = [
+            LedgerEntry.from_json(v) for _, v in asyncio.run(read(bootstrap, "swe.ledger", 4))
+        ]
+        assert [e.status for e in ledger if e.number == 7][-1] == "accepted"
+        time.sleep(2)  # nothing more arrives in the DLQ
+        assert len(asyncio.run(read(bootstrap, HEARD.dlq_name, 2))) == 2
+    finally:
+        if process.poll() is None:
+            assert stop(process) == 0, log.read_text()[-3000:]
+
+
+@pytest.mark.integration
+async def test_a_replay_sends_a_cut_record_whole_and_a_tombstone_as_a_tombstone(
+    bootstrap: str,
+) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    from streams.kafka.client import read_topic_to_end
+    from streams.pipeline.dlq import MAX_VALUE_BYTES, replay_dead_letters, send_to_dlq
+    from streams.pipeline.sinks import MemorySink
+    from tests.workers import create_test_topics
+
+    await create_test_topics(bootstrap)
+    big = b"x" * (MAX_VALUE_BYTES + 150_000)  # in Kafka whole, in its dead letter cut
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, max_request_size=2 << 20)
+    await producer.start()
+    try:
+        placed = await producer.send_and_wait(HEARD.name, big, b"octo/hello#1")
+    finally:
+        await producer.stop()
+    sink = MemorySink()
+    cut = await send_to_dlq(
+        sink, source_topic=HEARD.name, partition=placed.partition, offset=placed.offset,
+        key=b"octo/hello#1", value=big, error=ValueError("bad"), stage="shout",
+        pipeline_version=1, dlq_topic=HEARD.dlq_name,
+    )  # fmt: skip
+    tombstone = await send_to_dlq(
+        sink, source_topic=HEARD.name, partition=0, offset=5, key=b"octo/hello#2",
+        value=None, error=ValueError("null"), stage="shout", pipeline_version=1,
+        dlq_topic=HEARD.dlq_name,
+    )  # fmt: skip
+    assert len(cut.original_value()) == MAX_VALUE_BYTES
+    config = {"bootstrap_servers": bootstrap, "max_request_size": 2 << 20}
+    assert await replay_dead_letters(config, [cut, tombstone]) == 2
+    records = [r async for r in read_topic_to_end(bootstrap, HEARD.name)]
+    by_key = {r.key: r for r in records if r.headers}  # the replayed ones carry the attempt
+    assert by_key[b"octo/hello#1"].value == big  # the whole record, not the cut bytes
+    assert by_key[b"octo/hello#2"].value is None
+    assert dict(by_key[b"octo/hello#1"].headers)["swe-stream-attempt"] == b"2"

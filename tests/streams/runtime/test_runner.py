@@ -1,0 +1,220 @@
+"""``swe-stream mine`` end to end: the real fixture hour plus the merge of a repository the test
+makes, served from 127.0.0.1 (``streams.offline.world``), every stage in one process on the embedded
+broker, validation in Docker; then the ledger commands and ``swe-stream validate`` on what it
+exported."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from streams.offline.world import OfflineWorld, offline_world
+from tests.conftest import REPO_ROOT, SWE_STREAM
+from tests.workers import TASK, env_for, worker_env
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def world(tmp_path: Path, fixtures_dir: Path, base_image: str) -> Iterator[OfflineWorld]:
+    with offline_world(
+        tmp_path / "world", fixtures_dir / "gharchive" / "2015-01-01-0.json.gz"
+    ) as w:
+        yield w
+
+
+def swe_stream(
+    env: dict[str, str], *args: str, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [SWE_STREAM, *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def mine_once(world: OfflineWorld, env: dict[str, str], out: Path) -> str:
+    args = ["mine", "--once", "--from", world.hour, "-o", str(out), "--metrics-port", "0"]
+    done = swe_stream(env, *args, "--no-live")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    return done.stdout
+
+
+def snapshot(out: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        str(p.relative_to(out)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and ".swe-stream" not in p.parts
+    }
+
+
+def test_mine_once_exports_the_one_real_task_and_a_second_run_nothing_new(
+    world: OfflineWorld, tmp_path: Path, bootstrap: str
+) -> None:
+    out, env = tmp_path / "out", env_for(world, tmp_path / "data")
+    first = mine_once(world, env, out)
+    assert "stopped: the requested hours are drained (--once)" in first
+    assert "PullRequestEvents published: 316" in first  # 315 real + the test repository's
+    assert f"tasks exported: 1 (to {out})" in first
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
+        "dataset.jsonl",
+        TASK,
+    ]
+    assert sorted(p.name for p in (out / TASK).iterdir()) == [
+        "checks.txt",
+        "prompt.md",
+        "workspace.yaml",
+    ]
+    (row,) = [json.loads(line) for line in (out / "dataset.jsonl").read_text().splitlines()]
+    assert row["instance_id"] == "swe-stream-demo__units-1"
+    assert row["FAIL_TO_PASS"] == ["tests/test_temperature.py::test_fahrenheit_to_celsius"]
+    assert row["base_commit"] == world.pull_request.repo.base_sha
+    workspace = yaml.safe_load((out / TASK / "workspace.yaml").read_text())
+    assert workspace["patch"] == row["patch"] and "(fahrenheit - 32) * 5 / 9" in row["patch"]
+    prompt = (out / TASK / "prompt.md").read_text()
+    assert "194.2" in prompt and "5 / 9" not in prompt and "test_fahrenheit" not in prompt
+    before = snapshot(out)
+
+    # the ledger accounts for every PullRequestEvent of the run
+    log = out / ".swe-stream" / "ledger.jsonl"
+    stats = swe_stream(env, "ledger", "stats", "--file", str(log))
+    assert stats.returncode == 0, stats.stderr
+    lines = stats.stdout.splitlines()
+    assert "  prefilter: 316" in lines
+    counts = {
+        line.split(":")[0].strip(): int(line.split(":")[1].split("(")[0])
+        for line in lines[lines.index("  prefilter: 316") + 1 :][:3]
+    }
+    assert sum(counts.values()) == 316 and set(counts) == {"accepted", "ignored", "rejected"}
+    assert "    exported: 1" in lines
+
+    second = mine_once(world, env, out)
+    assert "tasks exported: 0" in second
+    export_line = next(line for line in second.splitlines() if line.strip().startswith("export"))
+    assert export_line.split()[1] == "0", export_line  # nothing reached export again
+    assert snapshot(out) == before  # same bytes, files not even rewritten
+
+    # ledger export -> import round-trips, through a file and through Kafka
+    exported = tmp_path / "processed.jsonl"
+    assert (
+        swe_stream(
+            env, "ledger", "export", "--file", str(log), "--pr-file", str(exported)
+        ).returncode
+        == 0
+    )
+    final = exported.read_text().splitlines()
+    assert final and all(
+        json.loads(line)["status"] in ("rejected", "failed", "exported") for line in final
+    )
+    copy = tmp_path / "copy.jsonl"
+    assert (
+        swe_stream(
+            env, "ledger", "import", "--pr-file", str(exported), "--file", str(copy)
+        ).returncode
+        == 0
+    )
+    assert copy.read_text().splitlines() == final
+    imported = swe_stream(
+        env, "ledger", "import", "--pr-file", str(exported), "--bootstrap", bootstrap
+    )
+    assert imported.returncode == 0, imported.stderr
+    again = tmp_path / "again.jsonl"
+    back = swe_stream(env, "ledger", "export", "--bootstrap", bootstrap, "--pr-file", str(again))
+    assert back.returncode == 0, back.stderr
+    assert sorted(again.read_text().splitlines()) == sorted(final)
+    shown = swe_stream(env, "ledger", "show", "--file", str(log), "swe-stream-demo/units#1")
+    assert shown.returncode == 0 and '"status": "exported"' in shown.stdout
+
+    # swe-stream validate: the exported task is valid; one whose gold patch is gone is not
+    valid = swe_stream(env, "validate", "-i", str(out))
+    assert valid.returncode == 0, valid.stdout + valid.stderr[-3000:]
+    assert f"{TASK}: valid" in valid.stdout
+    broken = tmp_path / "broken" / TASK
+    shutil.copytree(out / TASK, broken)
+    data: dict[str, Any] = yaml.safe_load((broken / "workspace.yaml").read_text())
+    data["patch"] = ""
+    (broken / "workspace.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    invalid = swe_stream(env, "validate", "-i", str(broken.parent), "--json")
+    assert invalid.returncode == 1
+    (report,) = json.loads(invalid.stdout)
+    assert not report["valid"] and report["reason"].startswith("the gold patch does not resolve")
+    assert report["gold_failing"] == row["FAIL_TO_PASS"]
+
+
+def test_a_demo_of_the_whole_pipeline_runs_offline(tmp_path: Path, base_image: str) -> None:
+    env = {k: v for k, v in worker_env().items() if k != "OPENROUTER_API_KEY"}
+    env["SWE_STREAM_WORKER_METRICS_PORT"] = "0"
+    done = swe_stream(env, "demo", "--workdir", str(tmp_path / "demo"), "--no-live")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"  {TASK}: valid; gold patch resolves: True, empty patch resolves: False" in done.stdout
+    assert "demo: harness: gold-patch agent resolved, do-nothing agent unresolved" in done.stdout
+    assert f"demo: done: task {TASK}" in done.stdout
+    summaries = [
+        json.loads(block.split("\n}\n")[0] + "\n}")
+        for block in done.stdout.split("agent (")[1:]
+        for block in [block[block.index("{") :]]
+    ]
+    assert [(s["total"], s["resolved"], s["unresolved"]) for s in summaries] == [
+        (1, 1, 0),
+        (1, 0, 1),
+    ]
+    assert (tmp_path / "demo" / "tasks" / TASK / "workspace.yaml").is_file()
+    assert not [p for p in (tmp_path / "demo").iterdir() if p.name.startswith("world-")]
+    assert os.path.exists(tmp_path / "demo" / "tasks" / "dataset.jsonl")
+
+
+def test_run_follows_new_hours_and_stops_cleanly_on_sigterm(
+    world: OfflineWorld, tmp_path: Path
+) -> None:
+    env = env_for(world, tmp_path / "data") | {"SWE_STREAM_GHARCHIVE_POLL_SECONDS": "1"}
+    out = tmp_path / "out"
+    log = tmp_path / "run.log"
+    with open(log, "wb") as sink:
+        process = subprocess.Popen(
+            [SWE_STREAM, "run", "--from", world.hour, "-o", str(out), "--metrics-port", "0",
+             "--no-live", "--log-level", "info"],
+            cwd=REPO_ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        # the served hour is exported; the next one (not published) is waited for
+        while not (out / TASK / "workspace.yaml").exists():
+            assert process.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(1)
+        time.sleep(2)
+        assert process.poll() is None, "run must keep following the next hour"
+        broker_port = int(re.findall(r"embedded broker on 127\.0\.0\.1:(\d+)", log.read_text())[0])
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0, log.read_text()[-3000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+    text = log.read_text()
+    assert "stopped: interrupted" in text and "Traceback" not in text.split("stopped:")[1]
+    assert "not published yet" in text  # it was following 2015-01-01-1
+    with socket.socket() as probe:  # the embedded broker is gone with the command
+        assert probe.connect_ex(("127.0.0.1", broker_port)) != 0
+    assert (out / ".swe-stream" / "ledger.jsonl").exists()
+
+
+def test_mine_without_once_stops_at_max_tasks(world: OfflineWorld, tmp_path: Path) -> None:
+    env = env_for(world, tmp_path / "data") | {"SWE_STREAM_GHARCHIVE_POLL_SECONDS": "1"}
+    out = tmp_path / "out"
+    args = ["mine", "--from", world.hour, "-n", "1", "-o", str(out), "--metrics-port", "0"]
+    done = swe_stream(env, *args, "--no-live", timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "stopped: 1 task(s) exported (--max-tasks 1)" in done.stdout
+    checks = (out / TASK / "checks.txt").read_text().splitlines()
+    assert checks[0].endswith("tests/test_temperature.py::test_fahrenheit_to_celsius")
+    assert "not published yet" in done.stderr  # it was following the next hour when it stopped

@@ -1,0 +1,250 @@
+"""The supervise loop with a fake app (no Kafka): why and when it stops, the settle rule (two
+polls in a row), ``started`` / ``stopping`` and the signal handlers it installs and removes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from streams.runtime import supervise as supervise_module
+from streams.runtime.supervise import Counts, LiveFunnel, Session, supervise
+
+POLL = 0.01
+
+
+@pytest.fixture(autouse=True)
+def fast_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(supervise_module, "POLL_SECONDS", POLL)
+
+
+class FakeConsumer:
+    def __init__(self, app: FakeApp, assigns: bool):
+        self.app = app
+        self.assigns = assigns
+
+    def assignment(self) -> set[Any]:
+        return {("pr.candidates", 0)} if self.app.started and self.assigns else set()
+
+
+class FakeApp:
+    """What supervise uses of a Faust app, recording the calls in ``events``."""
+
+    def __init__(self, events: list[str] | None = None, assigns: bool = True):
+        self.events = events if events is not None else []
+        self.consumer = FakeConsumer(self, assigns)
+        self.rebalancing = False
+        self.crashed = False
+        self.crash_reason: BaseException | None = None
+        self.started = False
+
+    async def start(self) -> None:
+        self.events.append("app.start")
+        self.started = True
+
+    async def stop(self) -> None:
+        self.events.append("app.stop")
+
+
+KEYS = ("in", "done", "out", "rejected", "failed", "skipped", "other_version")
+
+
+def counts(n: int) -> dict[str, int]:
+    """One stage's counts as StageCounters makes them: n records in, done and out."""
+    return {key: n if key in {"in", "done", "out"} else 0 for key in KEYS}
+
+
+class FakeCounters:
+    """Duck-typed StageCounters: counts from a list, one entry per poll (the last repeats);
+    ``on_poll`` runs at each ``now()`` the loop makes."""
+
+    def __init__(self, on_poll: Callable[[int], None] = lambda polls: None):
+        self.polls = 0
+        self.on_poll = on_poll
+
+    def now(self) -> Counts:
+        self.polls += 1
+        self.on_poll(self.polls)
+        return {"export": counts(self.polls)}
+
+    def published(self) -> int:
+        return self.polls
+
+    def pending(self) -> int:
+        return 0
+
+
+def session(app: FakeApp, counters: FakeCounters, **kwargs: Any) -> Session:
+    kwargs.setdefault("join_timeout_seconds", 5.0)
+    return Session(app=app, counters=counters, live=LiveFunnel(False), **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.unit
+async def test_a_crashed_app_stops_the_run() -> None:
+    app = FakeApp()
+    failure = RuntimeError("consumer died")
+
+    def crash_at_third_poll(polls: int) -> None:
+        if polls == 3:
+            app.crashed, app.crash_reason = True, failure
+
+    counters = FakeCounters(crash_at_third_poll)
+    reason, final = await asyncio.wait_for(supervise(session(app, counters)), 10)
+    assert reason.startswith("the stream processor crashed")
+    assert repr(failure) in reason
+    assert app.events == ["app.start", "app.stop"]
+    assert counters.polls == 4  # three polls, then the final counts
+    assert final == {"export": counts(4)}
+
+
+@pytest.mark.unit
+async def test_sigterm_interrupts_the_run_and_the_handlers_are_restored() -> None:
+    before_term = signal.getsignal(signal.SIGTERM)
+    app = FakeApp()
+    counters = FakeCounters()
+    loop = asyncio.get_running_loop()
+
+    def started() -> None:
+        loop.call_later(5 * POLL, os.kill, os.getpid(), signal.SIGTERM)
+
+    reason, _ = await asyncio.wait_for(supervise(session(app, counters, started=started)), 10)
+    assert reason == "interrupted"
+    assert app.events == ["app.start", "app.stop"]
+    assert signal.getsignal(signal.SIGTERM) == before_term
+
+
+@pytest.mark.unit
+async def test_a_custom_handler_installed_before_is_restored() -> None:
+    """loop.remove_signal_handler alone would put back SIG_DFL, not (say) asyncio.run's own
+    Ctrl-C handler."""
+
+    def custom(signum: int, frame: Any) -> None:
+        pass
+
+    previous = signal.signal(signal.SIGTERM, custom)
+    try:
+        reason, _ = await asyncio.wait_for(
+            supervise(session(FakeApp(), FakeCounters(), stop_when=lambda c: "done")), 10
+        )
+        assert reason == "done"
+        assert signal.getsignal(signal.SIGTERM) is custom
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.unit
+async def test_settled_stops_only_after_two_polls_in_a_row() -> None:
+    answers: list[str | None] = []
+
+    def settled_when(counts: Counts) -> str | None:
+        poll = len(answers) + 1
+        # polls 1-6 alternate (never two in a row), from poll 7 on it holds
+        answer = ("drained" if poll % 2 == 1 else None) if poll <= 6 else "drained"
+        answers.append(answer)
+        return answer
+
+    app = FakeApp()
+    reason, _ = await asyncio.wait_for(
+        supervise(session(app, FakeCounters(), settled_when=settled_when)), 10
+    )
+    assert reason == "drained"
+    assert answers == ["drained", None, "drained", None, "drained", None, "drained", "drained"]
+    assert app.events == ["app.start", "app.stop"]
+
+
+@pytest.mark.unit
+async def test_stop_when_stops_at_once_with_its_reason() -> None:
+    seen: list[Counts] = []
+
+    def stop_when(counts: Counts) -> str | None:
+        seen.append(counts)
+        return "max tasks reached" if counts["export"]["out"] >= 3 else None
+
+    settled_calls: list[Counts] = []
+
+    def settled_when(counts: Counts) -> str | None:
+        settled_calls.append(counts)
+        return None
+
+    app = FakeApp()
+    counters = FakeCounters()
+    reason, _ = await asyncio.wait_for(
+        supervise(session(app, counters, stop_when=stop_when, settled_when=settled_when)), 10
+    )
+    assert reason == "max tasks reached"
+    assert len(seen) == 3
+    assert len(settled_calls) == 2  # not consulted on the poll that stopped
+    assert app.events == ["app.start", "app.stop"]
+
+
+@pytest.mark.unit
+async def test_started_once_after_assignment_and_stopping_before_the_app_stops() -> None:
+    events: list[str] = []
+    app = FakeApp(events)
+
+    def started() -> None:
+        assert app.consumer.assignment(), "started before the partitions were assigned"
+        events.append("started")
+
+    async def stopping() -> None:
+        events.append("stopping")
+
+    def stop_when(counts: Counts) -> str | None:
+        events.append("poll")
+        return "enough" if counts["export"]["out"] >= 3 else None
+
+    reason, _ = await asyncio.wait_for(
+        supervise(
+            session(app, FakeCounters(), started=started, stopping=stopping, stop_when=stop_when)
+        ),
+        10,
+    )
+    assert reason == "enough"
+    assert events == ["app.start", "started", "poll", "poll", "poll", "stopping", "app.stop"]
+
+
+@pytest.mark.unit
+async def test_waits_while_the_group_rebalances() -> None:
+    events: list[str] = []
+    app = FakeApp(events)
+    app.rebalancing = True
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.3, setattr, app, "rebalancing", False)
+
+    def started() -> None:
+        assert not app.rebalancing
+        events.append("started")
+
+    reason, _ = await asyncio.wait_for(
+        supervise(session(app, FakeCounters(), started=started, stop_when=lambda c: "done")), 10
+    )
+    assert reason == "done"
+    assert events == ["app.start", "started", "app.stop"]
+
+
+@pytest.mark.unit
+async def test_no_partitions_in_time_is_a_timeout_and_the_app_still_stops() -> None:
+    before_term = signal.getsignal(signal.SIGTERM)
+    events: list[str] = []
+    app = FakeApp(events, assigns=False)
+    started: list[bool] = []
+
+    async def stopping() -> None:
+        events.append("stopping")
+
+    run = session(
+        app,
+        FakeCounters(),
+        started=lambda: started.append(True),
+        stopping=stopping,
+        join_timeout_seconds=0.3,
+    )
+    with pytest.raises(TimeoutError, match="did not assign partitions"):
+        await asyncio.wait_for(supervise(run), 10)
+    assert started == []
+    assert events == ["app.start", "stopping", "app.stop"]
+    assert signal.getsignal(signal.SIGTERM) == before_term
