@@ -206,6 +206,7 @@ _TEST_STEM_RE = re.compile(
     """,
     re.VERBOSE | re.IGNORECASE,
 )
+_UNITTEST_PREFIX_RE = re.compile(r"unittest[_-].*", re.IGNORECASE)
 _CAMEL_TEST_STEM_RE = re.compile(
     r"Test[A-Z0-9_].*|.*[A-Za-z0-9](?:Tests?|TestCase|Specs?)|.*[a-z0-9]IT"
 )
@@ -229,6 +230,10 @@ def _is_test(dirs: list[str], stem: str, ext: str) -> bool:
         return True
     if ext in {"t", "snap"}:  # Perl tests, Jest/insta snapshots
         return True
+    if ext == "py" and _UNITTEST_PREFIX_RE.fullmatch(stem):
+        # pytest's discovery (test_*.py, *_test.py) is Python's convention: a module named
+        # unittest_aliases.py is code (a C++ unittest_foo.cc is a test)
+        return False
     return ext in SOURCE_EXTENSIONS and bool(
         _TEST_STEM_RE.fullmatch(stem) or _CAMEL_TEST_STEM_RE.fullmatch(stem)
     )

@@ -15,11 +15,13 @@ unsupported language. Image builds that fail raise (DLQ and ledger).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Protocol
 
 from schemas import PatchSet, ValidatedTask
 from streams.evaluation.validator import (
+    ENVIRONMENT_REASONS,
     NO_FAIL_TO_PASS,
     NO_TESTS,
     TIMED_OUT,
@@ -31,6 +33,8 @@ from streams.evaluation.validator import (
 )
 from streams.kafka.topics import PATCHES, VALIDATED
 from streams.pipeline.stage import Outcome, Stage
+
+log = logging.getLogger("swe_stream.validate")
 
 STAGE = "validate"
 
@@ -62,14 +66,57 @@ class ValidateStage:
             return Outcome.reject(NO_TESTS)
         async with self._semaphore:
             try:
-                environment = await asyncio.to_thread(self.validator.prepare, patches)
+                task = await self._validate_somewhere(patches, has_tests)
+            except ValidationFailed as failed:
+                # once per PR, at INFO: why it is not a task (the ledger keeps the detail too)
+                log.info(
+                    "validate: %s#%d rejected: %s%s",
+                    patches.repo,
+                    patches.number,
+                    failed.reason,
+                    f" ({failed.detail.splitlines()[0][:300]})" if failed.detail else "",
+                )
+                return Outcome.reject(failed.reason, failed.detail or None)
+        return Outcome.accept(task)
+
+    async def _validate_somewhere(self, patches: PatchSet, has_tests: bool) -> ValidatedTask:
+        """The task proven in the first environment where the tests run: the next plausible
+        Python is tried when they did not run or nothing passed in one."""
+        candidates = self.validator.environments(
+            patches.repo, patches.base_commit, patches.instance_id, patches.created_at
+        )
+        last: ValidationFailed | None = None
+        try:
+            while True:
                 try:
-                    task = await self._validate(patches, environment, has_tests)
+                    environment = await asyncio.to_thread(next, candidates, None)
+                except ValidationFailed as not_installed:
+                    # no recipe left installs: an earlier one's test failure says more
+                    raise last or not_installed from None
+                if environment is None:
+                    break
+                try:
+                    return await self._validate(patches, environment, has_tests)
+                except ValidationFailed as failed:
+                    recipe = environment.recipe
+                    failed.detail = (
+                        f"[python {recipe.python}; recipe {', '.join(recipe.sources)}] "
+                        + failed.detail
+                    )
+                    if failed.reason not in ENVIRONMENT_REASONS:
+                        raise
+                    if last is not None:  # what the Python tried before showed, kept
+                        failed.detail += f"\nearlier: {last.reason}: {last.detail[:600]}"
+                    last = failed
+                    python = environment.recipe.python
+                    log.info("validate: %s#%d on python %s: %s", patches.repo, patches.number,
+                             python, failed.reason)  # fmt: skip
                 finally:
                     await asyncio.to_thread(environment.release)
-            except ValidationFailed as failed:
-                return Outcome.reject(failed.reason)
-        return Outcome.accept(task)
+        finally:
+            candidates.close()
+        assert last is not None  # environments() raises when none was built
+        raise last
 
     async def _validate(
         self, patches: PatchSet, environment: Environment, has_tests: bool

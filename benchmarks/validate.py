@@ -50,7 +50,11 @@ async def main_async(rounds: int, runs: int, base_image: str) -> None:
             Validator(
                 repos,
                 lambda: client,
-                DockerSettings(base_image=base_image, cache_level="instance"),
+                DockerSettings(
+                    base_image=base_image,
+                    python_images={"3.11": base_image},
+                    cache_level="instance",
+                ),
                 ValidateSettings(runs=runs),
                 1,
             )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import AwareDatetime, PositiveInt, model_validator
+from pydantic import AwareDatetime, Field, PositiveInt, model_validator
 
 from schemas.base import NonEmptyStr, PullRequestRecord, ledger_key
 
@@ -29,6 +29,9 @@ class LedgerEntry(PullRequestRecord):
     stage: NonEmptyStr
     status: LedgerStatus
     reason: str | None = None
+    # what the reason does not say: the failed step and its log tail, the statuses that
+    # showed no FAIL_TO_PASS, ... (for people; metrics and filters use ``reason``)
+    detail: str | None = Field(None, max_length=4000)
     attempts: PositiveInt = 1
     first_seen_at: AwareDatetime
     updated_at: AwareDatetime

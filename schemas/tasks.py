@@ -76,6 +76,13 @@ class InstallConfig(SubRecord):
     instance_image: NonEmptyStr
     install_commands: list[str] = Field(default_factory=list)
     test_command: NonEmptyStr
+    python: str | None = None  # major.minor the tests ran on
+    test_runner: str = "pytest"
+    system_packages: list[str] = Field(default_factory=list)
+    env_commands: list[str] = Field(default_factory=list)  # the env image's install steps
+    pre_test_commands: list[str] = Field(default_factory=list)
+    environment: dict[str, str] = Field(default_factory=dict)
+    recipe: list[str] = Field(default_factory=list)  # what the recipe was inferred from
 
 
 class ValidatedTask(PullRequestRecord, SWEBenchFields):

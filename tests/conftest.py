@@ -190,6 +190,25 @@ def scored_task(task: ValidatedTask, *, checks: bool = True) -> ScoredTask:
     return ScoredTask(**data, quality_score=0.8, quality_reasoning="r", accepted=True)
 
 
+@pytest.fixture(scope="session")
+def python_images(docker_client: Any) -> dict[str, str]:
+    """The base image of every Python validation picks from (`swe-stream images base --all`,
+    built by .ci/run)."""
+    import docker.errors
+
+    from streams.core.settings import DockerSettings
+
+    images = DockerSettings().python_images
+    for python, tag in images.items():
+        try:
+            docker_client.images.get(tag)
+        except docker.errors.ImageNotFound:
+            unavailable(
+                f"base image {tag} (Python {python}) is missing: swe-stream images base --all"
+            )
+    return images
+
+
 # A real HTTP server on 127.0.0.1 serving the GH Archive fixture hours (with fault injection).
 from tests.fakes.gharchive_server import FakeGHArchive, gharchive_server  # noqa: E402, F401
 

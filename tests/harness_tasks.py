@@ -38,7 +38,9 @@ def made(tmp_path_factory: pytest.TempPathFactory, base_image: str, docker_clien
     async def validated() -> ValidatedTask:
         (patches,) = (await Extract(repos, ExtractSettings(), 1)(classified_for(pr))).outputs
         assert isinstance(patches, PatchSet)
-        docker = DockerSettings(base_image=base_image, memory_mb=1024, cpus=1)
+        docker = DockerSettings(
+            base_image=base_image, python_images={"3.11": base_image}, memory_mb=1024, cpus=1
+        )
         check = ValidateStage(
             Validator(repos, lambda: docker_client, docker, ValidateSettings(runs=1), 1)
         )
@@ -63,7 +65,9 @@ def engine_for(
     made: Any, docker_client: Any, base_image: str, tmp_path: Path, **options: Any
 ) -> HarnessEngine:
     root, pr, _ = made
-    docker = DockerSettings(base_image=base_image, memory_mb=1024, cpus=1)
+    docker = DockerSettings(
+        base_image=base_image, python_images={"3.11": base_image}, memory_mb=1024, cpus=1
+    )
     repos = RepoCache(root / "cache", pr.url_template)
     validator = Validator(repos, lambda: docker_client, docker, ValidateSettings(), 1)
     settings = {"agent_timeout_seconds": 60.0, "test_timeout_seconds": 60.0} | options

@@ -19,7 +19,7 @@ from streams.cli.options import Commands, Parents
 from streams.core import metrics
 from streams.core.settings import Settings
 from streams.evaluation.harness import RUN_LABEL, HarnessEngine, HarnessOptions, evaluate_all
-from streams.evaluation.images import build_debootstrap_base_image
+from streams.evaluation.images import PYTHON_SUITES, build_base_images, resolve_targets
 from streams.evaluation.sandbox import Limits, remove_labelled
 from streams.evaluation.taskdir import find_task_dirs
 from streams.evaluation.validator import docker_from_env, validate_task_dirs
@@ -43,8 +43,25 @@ def register(commands: Commands, parents: Parents) -> None:
     base = images_actions.add_parser(
         "base", parents=[common], help="build the base image offline (debootstrap + import)"
     )
-    base.add_argument("--tag", help="image tag (default: docker.base_image setting)")
-    base.add_argument("--suite", default="bookworm", help="Debian suite")
+    base.add_argument(
+        "--tag", help="image tag (default: docker.base_image; with --python, its default tag)"
+    )
+    base.add_argument("--suite", help="Debian suite (default bookworm)")
+    base.add_argument(
+        "--python",
+        choices=list(PYTHON_SUITES),
+        help="build the suite of this Python (3.9 bullseye, 3.11 bookworm, 3.13 trixie, "
+        "3.14 forky) as swe-stream/base:<suite>",
+    )
+    base.add_argument(
+        "--all",
+        dest="all_pythons",
+        action="store_true",
+        help="build every Python's image (swe-stream/base:<suite>), keeping existing tags",
+    )
+    base.add_argument(
+        "--keyring", type=Path, help="keyring for Release signatures (default: the host's)"
+    )
     base.add_argument("--ca-bundle", type=Path, help="extra CA bundle to trust (TLS proxies)")
     base.add_argument("--force", action="store_true", help="rebuild even if the tag exists")
     base.add_argument(
@@ -230,11 +247,19 @@ def cmd_validate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_images(args: argparse.Namespace, settings: Settings) -> int:
-    tag = build_debootstrap_base_image(
-        args.tag or settings.docker.base_image,
-        suite=args.suite,
-        ca_bundle=args.ca_bundle,
-        force=args.force,
-    )
-    print(tag)
+    try:
+        targets = resolve_targets(
+            tag=args.tag,
+            suite=args.suite,
+            python=args.python,
+            all_pythons=args.all_pythons,
+            default_tag=settings.docker.base_image,
+        )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for result in build_base_images(
+        targets, ca_bundle=args.ca_bundle, keyring=args.keyring, force=args.force
+    ):
+        print(result, flush=True)
     return 0

@@ -147,6 +147,8 @@ def cmd_ledger(args: argparse.Namespace, settings: Settings) -> int:
                         f"  {entry.updated_at.isoformat()} v{version} {entry.stage}: "
                         f"{entry.status}" + (f" ({entry.reason})" if entry.reason else "")
                     )
+                    for line in (entry.detail or "").splitlines():
+                        print(f"      {line}")
         return 0
     if args.action == "stats":
         print("\n".join(Funnel.of(entries).lines(STAGE_ORDER)))

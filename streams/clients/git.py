@@ -28,12 +28,15 @@ read methods need none (git's object store is safe for concurrent readers and ap
 
 from __future__ import annotations
 
+import configparser
 import contextlib
+import io
 import os
 import re
 import shutil
 import signal
 import subprocess
+import tarfile
 import tempfile
 import threading
 import time
@@ -439,6 +442,27 @@ class RepoCache:
                     )
         return git_dir
 
+    def release_tag(self, repo: str, commit: str) -> str | None:
+        """The latest tag reachable from ``commit`` (what setuptools-scm would call the
+        version), without a leading ``v``; None when there is none. The clone's tags are
+        fetched once (clones are made without them)."""
+        git_dir = self._require(repo, _check_sha(commit))
+        marker = git_dir / "swe-stream-tags-fetched"
+        with self._lock(str(git_dir)):
+            if not marker.exists():
+                self._run(
+                    ["fetch", "--quiet", "--no-write-fetch-head", "--filter=blob:none",
+                     "origin", "+refs/tags/*:refs/tags/*"],
+                    git_dir=git_dir,
+                    check=False,
+                )  # fmt: skip
+                marker.touch()
+        described = self._run(
+            ["describe", "--tags", "--abbrev=0", commit], git_dir=git_dir, check=False
+        )
+        tag = _decode(described.stdout).strip() if described.returncode == 0 else ""
+        return tag.removeprefix("v") or None
+
     def _clone(self, repo: str, git_dir: Path) -> None:
         """Clone into a temporary sibling directory, configure it, rename it into place."""
         git_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -534,6 +558,48 @@ class RepoCache:
         git_dir = self._require(repo, sha)
         return self._run(["archive", "--format=tar", sha], git_dir=git_dir).stdout
 
+    def submodules(self, repo: str, commit: str) -> list[tuple[str, str, str]]:
+        """``(path, url, commit)`` of each submodule of the tree at ``commit`` (the gitlinks of
+        its tree, their URLs from its ``.gitmodules``)."""
+        sha = _check_sha(commit)
+        git_dir = self._require(repo, sha)
+        listing = self._run(["ls-tree", "-r", "-z", "--full-tree", sha], git_dir=git_dir).stdout
+        links = {}
+        for entry in listing.split(b"\0"):
+            meta, _, name = entry.partition(b"\t")
+            parts = meta.split()
+            if len(parts) == 3 and parts[0] == b"160000":
+                links[_decode(name)] = _decode(parts[2])
+        if not links:
+            return []
+        config = configparser.RawConfigParser(strict=False)
+        try:
+            config.read_string(_decode(self.file_at(repo, sha, ".gitmodules") or b""))
+        except configparser.Error:
+            return []
+        urls = {
+            config.get(section, "path", fallback=""): config.get(section, "url", fallback="")
+            for section in config.sections()
+        }
+        return [(path, urls.get(path, ""), link) for path, link in sorted(links.items())]
+
+    def archive_with_submodules(self, repo: str, commit: str) -> tuple[bytes, list[str]]:
+        """``archive`` with each submodule's tree at its pinned commit under its path (fetched
+        through the URL template like any repository); and why a submodule is not there."""
+        archive = self.archive(repo, commit)
+        problems: list[str] = []
+        for path, url, sha in self.submodules(repo, commit):
+            name = submodule_repository(url, repo)
+            if name is None:
+                problems.append(f"submodule {path}: {url!r} is not a repository we can clone")
+                continue
+            try:
+                self.ensure(name, sha)
+                archive = _tar_with(archive, self.archive(name, sha), path)
+            except (GitError, ValueError) as exc:
+                problems.append(f"submodule {path} ({url}) at {sha[:12]}: {exc}")
+        return archive, problems
+
     def file_at(self, repo: str, commit: str, path: str) -> bytes | None:
         """The content of file ``path`` at ``commit``, or None if no file is there."""
         sha = _check_sha(commit)
@@ -552,3 +618,37 @@ class RepoCache:
                 return None
             return self._run(["cat-file", "blob", blob], git_dir=git_dir).stdout
         return None
+
+
+_GITHUB_URL = re.compile(
+    r"^(?:https?://(?:[^@/]+@)?github\.com/|git@github\.com:|ssh://git@github\.com/)"
+    r"(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/?$"
+)
+
+
+def submodule_repository(url: str, parent: str) -> str | None:
+    """The ``owner/name`` a submodule URL names: a GitHub URL, or one relative to the parent
+    repository (``../other.git``); None for anything else."""
+    match = _GITHUB_URL.match(url.strip())
+    if match:
+        return f"{match['owner']}/{match['name']}"
+    if url.startswith("../"):
+        name = url[3:].removesuffix(".git").strip("/")
+        if name and "/" not in name:
+            return f"{parent.split('/')[0]}/{name}"
+    return None
+
+
+def _tar_with(archive: bytes, addition: bytes, prefix: str) -> bytes:
+    """``archive`` with the members of ``addition`` appended under ``prefix/``."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as target:
+        for data, under in ((archive, ""), (addition, prefix.strip("/") + "/")):
+            with tarfile.open(fileobj=io.BytesIO(data)) as source:
+                for member in source.getmembers():
+                    if member.name == "pax_global_header" or member.type == tarfile.XGLTYPE:
+                        continue
+                    handle = source.extractfile(member) if member.isfile() else None
+                    member.name = under + member.name.removeprefix("./")
+                    target.addfile(member, handle)
+    return out.getvalue()

@@ -252,13 +252,32 @@ class ScoreSettings(Section):
 
 
 class DockerSettings(Section):
-    base_image: str = "swe-stream/base:bookworm"
+    base_image: str = Field(
+        "swe-stream/base:bookworm",
+        description="the default image (Python 3.11), for repositories of no known Python",
+    )
+    python_images: dict[str, str] = Field(
+        default_factory=lambda: {
+            "3.9": "swe-stream/base:bullseye",
+            "3.11": "swe-stream/base:bookworm",
+            "3.13": "swe-stream/base:trixie",
+            "3.14": "swe-stream/base:forky",
+        },
+        description="base image per Python version (major.minor); validation picks one per "
+        "repository",
+    )
     cache_level: Literal["none", "base", "env", "instance"] = Field(
         "env", description="image layers kept after a task (as SWE-bench's --cache_level)"
     )
     memory_mb: int = Field(4096, ge=64, description="memory limit of a sandbox container")
     cpus: float = Field(2.0, gt=0)
     pids_limit: int = Field(512, ge=16)
+
+    def image_for(self, python: str | None) -> str:
+        """The base image of Python ``python`` (major.minor); ``base_image`` if None/unknown."""
+        if python is None:
+            return self.base_image
+        return self.python_images.get(python, self.base_image)
 
 
 class ExtractSettings(Section):
@@ -274,6 +293,12 @@ class ValidateSettings(Section):
     runs: int = Field(3, ge=1, description="test runs with the fix (flaky tests are dropped)")
     test_timeout_seconds: float = Field(900.0, gt=0, description="per run of the test command")
     concurrency: int = Field(2, ge=1, description="validations at once (Docker-heavy)")
+    max_python_attempts: int = Field(
+        2, ge=1, description="Pythons tried per PR when installing or collecting fails"
+    )
+    overrides_file: Path | None = Field(
+        None, description="per-repository install/test overrides (YAML; they win over inference)"
+    )
 
 
 class ExportSettings(Section):

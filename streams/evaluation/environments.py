@@ -9,7 +9,8 @@
 3. **instance**, per task: the env image plus the repository at the base commit (from
    ``git archive`` on the host; no git history, nothing of the fix) and the project installed.
 
-How to install and test a repository is a ``RecipeDetector`` per language; Python first.
+How to install and test a repository is an ``InstallRecipe``, inferred by
+``streams.evaluation.recipes`` (or set by a per-repository override).
 ``docker.cache_level`` says which layers stay after a task (``instance`` keeps all, ``env``
 drops instance images, ``base`` drops env images too, ``none`` also the base when it was not
 built offline).
@@ -33,7 +34,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from streams.core import metrics
 from streams.evaluation.sandbox import OWNER_LABEL, owner_label
@@ -45,38 +46,70 @@ INSTANCE_REPOSITORY = "swe-stream/instance"
 LABEL = "org.swe-stream.layer"
 VENV = "/opt/venv"
 TESTBED = "/testbed"
+# The mirrors these images use may serve a suite's Release file after its Valid-Until (a
+# snapshot, testing's short validity): signatures are still checked, the date is not.
+APT_OPTIONS = "-o Acquire::Check-Valid-Until=false"
 _TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 class ImageBuildError(RuntimeError):
-    """An image could not be built; ``log`` is the tail of the build output."""
+    """An image could not be built; ``log_tail`` is the tail of the build output, ``step``
+    the Dockerfile instruction that failed (``RUN ...``) and ``layer`` the image's layer."""
 
-    def __init__(self, message: str, log_tail: str = ""):
+    def __init__(self, message: str, log_tail: str = "", step: str = "", layer: str = ""):
         super().__init__(f"{message}\n{log_tail}" if log_tail else message)
         self.log_tail = log_tail
+        self.step = step
+        self.layer = layer
+
+
+_STEP = re.compile(r"^Step \d+/\d+ : (?P<step>.*)$", re.MULTILINE)
+
+
+def failed_step(build_log: str) -> str:
+    """The last instruction a classic-builder log started (the one that failed)."""
+    steps = _STEP.findall(build_log)
+    return steps[-1].strip() if steps else ""
 
 
 @dataclass(frozen=True)
 class InstallRecipe:
-    """How to install and test one repository at one commit."""
+    """How to install and test one repository at one commit (``streams.evaluation.recipes``
+    infers it; a per-repository override may set any part)."""
 
     language: str
     dependency_files: dict[str, bytes] = field(default_factory=dict)  # copied into the env
-    env_commands: tuple[str, ...] = ()  # run in the env image (dependencies)
+    env_commands: tuple[str, ...] = ()  # run in the env image (dependencies), one RUN each
     install_commands: tuple[str, ...] = ()  # run in the instance image, in /testbed
     test_command: str = ""  # the test files are appended
     # whose log parser reads the test command's output (``streams.evaluation.log_parsers``)
     test_runner: str = "pytest"
+    python: str | None = None  # major.minor; None: whatever the base image has
+    base_image: str | None = None  # None: the builder's default
+    system_packages: tuple[str, ...] = ()  # Debian packages of the env image
+    pre_test_commands: tuple[str, ...] = ()  # build steps after the install (instance image)
+    # run again in the sandbox after a patch that changes compiled sources (C extensions)
+    rebuild_commands: tuple[str, ...] = ()
+    environment: tuple[tuple[str, str], ...] = ()  # variables of both images and of the tests
+    sources: tuple[str, ...] = ()  # what it was inferred from (for people reading a task)
+    notes: tuple[str, ...] = ()  # what inference saw but could not do (missing submodules, ...)
 
     def key(self, base_image_id: str) -> str:
-        """What decides the env image: base image, dependency files and commands."""
+        """What decides the env image: base image, system packages, dependency files,
+        variables and commands."""
         digest = hashlib.sha256()
         digest.update(base_image_id.encode())
         digest.update(self.language.encode())
         for path in sorted(self.dependency_files):
             digest.update(path.encode() + b"\0" + self.dependency_files[path] + b"\0")
         digest.update(json.dumps(self.env_commands).encode())
+        if self.system_packages or self.environment:
+            digest.update(json.dumps([self.system_packages, self.environment]).encode())
         return digest.hexdigest()[:16]
+
+    @property
+    def variables(self) -> dict[str, str]:
+        return dict(self.environment)
 
 
 class TreeFiles:
@@ -88,7 +121,7 @@ class TreeFiles:
         with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tar:
             for member in tar.getmembers():
                 if member.isfile():
-                    self._members[member.name.lstrip("./")] = member
+                    self._members[member.name.removeprefix("./")] = member
 
     @property
     def names(self) -> list[str]:
@@ -103,12 +136,6 @@ class TreeFiles:
             return handle.read() if handle else None
 
 
-class RecipeDetector(Protocol):
-    language: str
-
-    def detect(self, tree: TreeFiles) -> InstallRecipe | None: ...
-
-
 # /testbed is a git repository whose one commit is the tree at the base commit (committed
 # before the install steps, as SWE-bench's testbed): agents see their changes with git status
 # and git diff, and the harness takes the agent's patch from it.
@@ -120,58 +147,6 @@ GIT_BASE = (
 # What the install steps left in the tree (egg-info, build output) is no change of anyone's:
 # ignored, so that an agent's `git diff` holds only its own work.
 GIT_IGNORE_BUILT = "git ls-files --others --exclude-standard >> .git/info/exclude"
-
-PYTEST = f"{VENV}/bin/python -m pytest -rA -v --tb=short -p no:cacheprovider"
-
-
-class PythonRecipe:
-    """pip in a venv: pytest, requirements files, then the project itself (editable)."""
-
-    language = "Python"
-    _REQUIREMENTS = re.compile(r"^(requirements[^/]*\.txt|requirements/[^/]+\.txt)$")
-
-    def detect(self, tree: TreeFiles) -> InstallRecipe | None:
-        names = set(tree.names)
-        python_files = [n for n in names if n.endswith(".py")]
-        project = {"pyproject.toml", "setup.py", "setup.cfg"} & names
-        if not python_files and not project:
-            return None
-        files: dict[str, bytes] = {}
-        for name in sorted(names):
-            if self._REQUIREMENTS.match(name):
-                content = tree.read(name)
-                if content is not None and b"\n-e " not in b"\n" + content:
-                    files[name] = content
-        env = [f"{VENV}/bin/pip install pytest"]
-        env += [f"{VENV}/bin/pip install -r /opt/swe-env/{name}" for name in files]
-        install: list[str] = []
-        if "pyproject.toml" in names or "setup.py" in names:
-            extras = self._test_extra(tree)
-            target = f".[{extras}]" if extras else "."
-            install.append(f"{VENV}/bin/pip install -e '{target}'")
-        return InstallRecipe(self.language, files, tuple(env), tuple(install), PYTEST)
-
-    @staticmethod
-    def _test_extra(tree: TreeFiles) -> str | None:
-        text = b""
-        for name in ("pyproject.toml", "setup.cfg", "setup.py"):
-            text += tree.read(name) or b""
-        for extra in ("test", "tests", "testing"):
-            if re.search(rb"['\"\[\s]" + extra.encode() + rb"['\"\]\s]*[=:\]]", text):
-                return extra
-        return None
-
-
-RECIPES: list[RecipeDetector] = [PythonRecipe()]
-
-
-def detect_recipe(tree: TreeFiles) -> InstallRecipe | None:
-    """The first language recipe that recognises the tree, or None (unsupported)."""
-    for detector in RECIPES:
-        recipe = detector.detect(tree)
-        if recipe is not None:
-            return recipe
-    return None
 
 
 def _tag(text: str, limit: int = 120) -> str:
@@ -207,6 +182,14 @@ def _build_lock(tag: str) -> Iterator[None]:
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+def _env_line(variables: tuple[tuple[str, str], ...]) -> str:
+    """A Dockerfile ``ENV`` line of ``variables`` (values quoted as JSON strings, which the
+    Dockerfile parser reads the same way), or nothing."""
+    if not variables:
+        return ""
+    return "ENV " + " ".join(f"{name}={json.dumps(value)}" for name, value in variables) + "\n"
 
 
 def _context(dockerfile: str, files: dict[str, bytes]) -> io.BytesIO:
@@ -319,10 +302,12 @@ class EnvironmentBuilder:
                 labels=labels,
             )
         except docker.errors.BuildError as exc:
-            tail = "".join(
+            text = "".join(
                 str(chunk.get("stream") or chunk.get("error") or "") for chunk in exc.build_log
             )
-            raise ImageBuildError(f"building {layer} image {tag} failed", tail[-3000:]) from exc
+            raise ImageBuildError(
+                f"building {layer} image {tag} failed", text[-3000:], failed_step(text), layer
+            ) from exc
         seconds = time.monotonic() - started
         metrics.IMAGES.labels(layer=layer, result="built").inc()
         metrics.IMAGE_BUILD_SECONDS.labels(layer=layer).observe(seconds)
@@ -330,28 +315,43 @@ class EnvironmentBuilder:
         return BuiltImage(tag, image.id, True, seconds)
 
     def env_image(self, repo: str, recipe: InstallRecipe) -> BuiltImage:
-        base = self._existing(self.base_image)
+        base_image = recipe.base_image or self.base_image
+        base = self._existing(base_image)
         if base is None:
             raise ImageBuildError(
-                f"base image {self.base_image} is missing: run `swe-stream images base`"
+                f"base image {base_image} is missing: run `swe-stream images base --all`"
             )
         owner = self._owner("env")
         tag = self._layer_tag(ENV_REPOSITORY, repo.replace("/", "__"), recipe.key(base.id), owner)
         files = {f"env/{path}": data for path, data in recipe.dependency_files.items()}
         files["env/recipe.json"] = json.dumps(
-            {"language": recipe.language, "env_commands": list(recipe.env_commands)}
+            {
+                "language": recipe.language,
+                "python": recipe.python,
+                "system_packages": list(recipe.system_packages),
+                "env_commands": list(recipe.env_commands),
+            }
         ).encode()
-        run = " && ".join(recipe.env_commands) or "true"
+        packages = " ".join(sorted({"git", "patch", *recipe.system_packages}))
         dockerfile = (
-            f"FROM {self.base_image}\n"
-            # registry images such as python:3.12-slim lack git (patches are applied with it)
-            + "RUN command -v git >/dev/null || (apt-get update && apt-get install -y "
-            "--no-install-recommends git patch && rm -rf /var/lib/apt/lists/*)\n"
-            f"RUN python3 -m venv {VENV}\n"
-            f"ENV PATH={VENV}/bin:$PATH PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 "
-            "PYTHONDONTWRITEBYTECODE=1\n"
-            "COPY env/ /opt/swe-env/\n"
-            f"RUN {run}\n"
+            f"FROM {base_image}\n"
+            # registry images such as python:3.12-slim lack git (patches are applied with it);
+            # the recipe's system packages come from the image's own Debian suite
+            + (
+                f"RUN apt-get {APT_OPTIONS} update && DEBIAN_FRONTEND=noninteractive "
+                f"apt-get install -y --no-install-recommends {packages} "
+                "&& rm -rf /var/lib/apt/lists/*\n"
+                if recipe.system_packages
+                else "RUN command -v git >/dev/null || (apt-get update && apt-get install -y "
+                "--no-install-recommends git patch && rm -rf /var/lib/apt/lists/*)\n"
+            )
+            + f"RUN python3 -m venv {VENV}\n"
+            f"ENV PATH={VENV}/bin:$PATH VIRTUAL_ENV={VENV} PIP_DISABLE_PIP_VERSION_CHECK=1 "
+            "PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1\n"
+            + _env_line(recipe.environment)
+            + "COPY env/ /opt/swe-env/\n"
+            # a RUN per command: a failed build names the step that failed
+            + "".join(f"RUN {command}\n" for command in recipe.env_commands or ("true",))
         )
         return self._build(tag, dockerfile, files, "env", owner)
 
@@ -359,25 +359,26 @@ class EnvironmentBuilder:
         self, instance_id: str, env: BuiltImage, tree: TreeFiles, recipe: InstallRecipe
     ) -> BuiltImage:
         digest = hashlib.sha256(env.id.encode() + tree.tar_bytes)
-        digest.update(json.dumps([GIT_BASE, *recipe.install_commands, GIT_IGNORE_BUILT]).encode())
+        steps = [GIT_BASE, *recipe.install_commands, *recipe.pre_test_commands, GIT_IGNORE_BUILT]
+        digest.update(json.dumps(steps).encode())
         owner = self._owner("instance")
         tag = self._layer_tag(INSTANCE_REPOSITORY, instance_id, digest.hexdigest()[:12], owner)
-        run = " && ".join(recipe.install_commands)
         dockerfile = (
             f"FROM {env.tag}\n"
-            + f"ADD testbed.tar {TESTBED}/\nWORKDIR {TESTBED}\nRUN {GIT_BASE}\n"
-            + (f"RUN {run}\n" if run else "")
-            + f"RUN {GIT_IGNORE_BUILT}\n"
+            + f"ADD testbed.tar {TESTBED}/\nWORKDIR {TESTBED}\n"
+            + "".join(f"RUN {step}\n" for step in steps)
         )
         return self._build(tag, dockerfile, {"testbed.tar": tree.tar_bytes}, "instance", owner)
 
-    def release(self, env: BuiltImage, instance: BuiltImage) -> None:
+    def release(self, env: BuiltImage, instance: BuiltImage | None) -> None:
         """Drop the layers the cache level does not keep."""
         import docker.errors
 
         layers = {"instance": instance, "env": env}
         for layer in DROPPED_LAYERS.get(self.cache_level, ()):
             image = layers[layer]
+            if image is None:
+                continue
             try:
                 self.client.images.remove(image.tag, force=True)
             except docker.errors.APIError as exc:

@@ -16,10 +16,14 @@ from schemas.tasks import TestStatus
 
 @dataclass
 class Run:
+    """One run of the test command: per-test statuses, and how the command ended."""
+
     statuses: dict[str, TestStatus]
     seconds: float
     timed_out: bool
     hung_test: str | None = None
+    exit_code: int | None = None
+    output: str = ""  # the tail of what it printed (for a reason's detail)
 
 
 @dataclass

@@ -49,6 +49,8 @@ from streams.evaluation.validator import (
     ValidationFailed,
     Validator,
     apply_patch,
+    rebuild_after,
+    task_environment,
 )
 
 log = logging.getLogger("swe_stream.harness")
@@ -157,6 +159,7 @@ class HarnessEngine:
                 box.put_file(f"{PATCH_DIR}/model.patch", patch)
                 if not apply_patch(box, f"{PATCH_DIR}/model.patch"):
                     return Graded(False, [], [], time.monotonic() - started)
+                rebuild_after(box, environment.recipe, patch)
             if task.test_patch.strip():
                 box.put_file(f"{PATCH_DIR}/test.patch", task.test_patch)
                 if not apply_patch(box, f"{PATCH_DIR}/test.patch"):
@@ -244,7 +247,7 @@ class HarnessEngine:
         try:
             # the images a cache level drops are this evaluation's own (see
             # EnvironmentBuilder), so it drops them when it ends, whoever else runs the task
-            environment = self.validator.environment(task.repo, task.base_commit, task.instance_id)
+            environment = task_environment(self.validator, task)
         except Exception as exc:  # clone, build, unsupported: all are the setup's failure
             result.error = f"{type(exc).__name__}: {exc}"[:2000]
             return self._finish(result, task, started, Phases())

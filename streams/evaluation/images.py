@@ -6,6 +6,13 @@ optionally add an extra CA bundle (for networks that intercept TLS, e.g. a corpo
 proxy, so ``pip`` inside containers can reach PyPI), and ``docker import`` it as a tar
 stream. The result is cached by tag: if the tag exists, nothing is rebuilt.
 
+One image per Python version: a Debian suite ships one ``python3``, so ``PYTHON_SUITES``
+maps a version to the suite that has it and ``base_image_tag`` names its image
+(``swe-stream/base:<suite>``). A suite newer than the host's debootstrap (forky on a
+bookworm host) is built with debootstrap's ``sid`` script. Release signatures are always
+checked (``--force-check-gpg``), against the host's ``debian-archive-keyring`` unless a
+``keyring`` is given.
+
 Run ``python -m streams.evaluation.images --help`` (or ``swe-stream images base``).
 """
 
@@ -19,14 +26,27 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 logger = logging.getLogger("swe_stream.images")
 
+BASE_IMAGE_PREFIX = "swe-stream/base"
 DEFAULT_BASE_IMAGE = "swe-stream/base:bookworm"
 DEFAULT_SUITE = "bookworm"
+# Python version (major.minor) -> the Debian suite whose python3 it is.
+PYTHON_SUITES: dict[str, str] = {
+    "3.9": "bullseye",
+    "3.11": "bookworm",
+    "3.13": "trixie",
+    "3.14": "forky",
+}
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+# debootstrap scripts of one Debian release differ only in name (they are links to ``sid``),
+# so a suite released after the host's debootstrap is built with the ``sid`` script.
+FALLBACK_SCRIPT = "sid"
 DEFAULT_PACKAGES: tuple[str, ...] = (
     "python3",
     "python3-venv",
@@ -51,6 +71,83 @@ def base_image_exists(client: Any, tag: str) -> bool:
     except docker.errors.ImageNotFound:
         return False
     return True
+
+
+def base_image_tag(python: str, prefix: str = BASE_IMAGE_PREFIX) -> str:
+    """The base image tag of Python ``python`` (major.minor): ``<prefix>:<debian suite>``."""
+    try:
+        suite = PYTHON_SUITES[python]
+    except KeyError:
+        known = ", ".join(PYTHON_SUITES)
+        raise ValueError(f"no base image for Python {python!r} (known: {known})") from None
+    return f"{prefix}:{suite}"
+
+
+def resolve_targets(
+    *,
+    tag: str | None = None,
+    suite: str | None = None,
+    python: str | None = None,
+    all_pythons: bool = False,
+    default_tag: str = DEFAULT_BASE_IMAGE,
+) -> list[tuple[str, str]]:
+    """The (tag, suite) pairs to build for the command-line choices.
+
+    ``all_pythons``: every suite of ``PYTHON_SUITES`` under its default tag (neither
+    ``tag``, ``suite`` nor ``python`` may be given). ``python``: its suite, under ``tag`` or
+    its default tag (``suite`` may not be given). Otherwise ``suite`` (default bookworm)
+    under ``tag`` or ``default_tag``.
+    """
+    if all_pythons:
+        if tag or suite or python:
+            raise ValueError("--all builds every Python's default tag: drop --tag/--suite/--python")
+        return [(base_image_tag(version), name) for version, name in PYTHON_SUITES.items()]
+    if python is not None:
+        if suite:
+            raise ValueError("--python chooses the suite: drop --suite")
+        return [(tag or base_image_tag(python), PYTHON_SUITES[python])]
+    return [(tag or default_tag, suite or DEFAULT_SUITE)]
+
+
+def debootstrap_script(suite: str) -> str | None:
+    """The script path to pass debootstrap for ``suite``, or None when it has its own.
+
+    debootstrap reads ``$DEBOOTSTRAP_DIR/scripts/<suite>`` (``/usr/share/debootstrap`` by
+    default); when that is missing but the ``sid`` script exists (e.g. forky on a bookworm
+    host, debootstrap 1.0.128), the ``sid`` script is used: every Debian suite since
+    bullseye shares it.
+    """
+    scripts = Path(os.environ.get("DEBOOTSTRAP_DIR", "/usr/share/debootstrap")) / "scripts"
+    if (scripts / suite).is_file() or not (scripts / FALLBACK_SCRIPT).is_file():
+        return None
+    return str(scripts / FALLBACK_SCRIPT)
+
+
+def debootstrap_command(
+    debootstrap: str,
+    suite: str,
+    rootfs: Path,
+    *,
+    packages: Sequence[str] = DEFAULT_PACKAGES,
+    mirror: str | None = None,
+    keyring: Path | None = None,
+    script: str | None = None,
+) -> list[str]:
+    """The debootstrap command line; Release signatures are always checked."""
+    cmd = [
+        debootstrap,
+        "--variant=minbase",
+        # abort, rather than warn and go on unchecked, when the keyring is missing
+        "--force-check-gpg",
+    ]
+    if keyring is not None:
+        cmd.append(f"--keyring={keyring}")
+    cmd += [f"--include={','.join(packages)}", suite, str(rootfs)]
+    if script:
+        cmd += [mirror or DEFAULT_MIRROR, script]  # the script comes after the mirror
+    elif mirror:
+        cmd.append(mirror)
+    return cmd
 
 
 def split_tag(tag: str) -> tuple[str, str]:
@@ -201,6 +298,7 @@ def build_debootstrap_base_image(
     packages: Sequence[str] = DEFAULT_PACKAGES,
     ca_bundle: Path | None = None,
     mirror: str | None = None,
+    keyring: Path | None = None,
     force: bool = False,
     workdir: Path | None = None,
     client: Any | None = None,
@@ -209,8 +307,11 @@ def build_debootstrap_base_image(
 
     Cached by tag: returns at once when the image exists, unless ``force``. ``ca_bundle``
     (off by default) is a PEM bundle added to the image's trust store, for networks that
-    intercept TLS. ``workdir`` is where the temporary root file system is made (it must
-    allow exec and device files). ``client`` defaults to ``docker.from_env()``.
+    intercept TLS. ``keyring`` (default: debootstrap's, the host's
+    ``debian-archive-keyring``) checks the suite's Release signature, e.g. the keyring of
+    a newer ``debian-archive-keyring`` package when the host's lacks the suite's key.
+    ``workdir`` is where the temporary root file system is made (it must allow exec and
+    device files). ``client`` defaults to ``docker.from_env()``.
     """
     import docker
 
@@ -225,20 +326,22 @@ def build_debootstrap_base_image(
         _require_root()
         if ca_bundle is not None and not Path(ca_bundle).is_file():
             raise FileNotFoundError(f"CA bundle {ca_bundle} not found")
+        if keyring is not None and not Path(keyring).is_file():
+            raise FileNotFoundError(f"keyring {keyring} not found")
 
         started = time.monotonic()
         tmp = Path(tempfile.mkdtemp(prefix="swe-stream-rootfs-", dir=workdir))
         rootfs = tmp / "rootfs"
         try:
-            cmd = [
+            cmd = debootstrap_command(
                 debootstrap,
-                "--variant=minbase",
-                f"--include={','.join(packages)}",
                 suite,
-                str(rootfs),
-            ]
-            if mirror:
-                cmd.append(mirror)
+                rootfs,
+                packages=packages,
+                mirror=mirror,
+                keyring=keyring,
+                script=debootstrap_script(suite),
+            )
             logger.info("running %s", " ".join(cmd))
             proc = subprocess.run(
                 cmd,
@@ -254,7 +357,17 @@ def build_debootstrap_base_image(
                 if log.is_file():
                     log_lines = log.read_text(errors="replace").splitlines()
                     tail += "\n--- debootstrap.log ---\n" + "\n".join(log_lines[-30:])
+                if "Release signed by unknown key" in proc.stdout:
+                    tail += (
+                        f"\nthe keyring does not have the key that signs {suite}: pass a newer "
+                        "Debian keyring with --keyring, e.g. usr/share/keyrings/"
+                        "debian-archive-keyring.gpg from the debian-archive-keyring package "
+                        f"of {suite} (`apt-get download` it on a host that trusts {suite})"
+                    )
                 raise RuntimeError(f"debootstrap failed with exit code {proc.returncode}:\n{tail}")
+            for line in proc.stdout.splitlines():
+                if "Valid Release signature" in line:
+                    logger.info("%s: %s", suite, line.removeprefix("I: "))
             logger.info("debootstrap of %s done in %.1fs", suite, time.monotonic() - started)
 
             if ca_bundle is not None:
@@ -270,6 +383,55 @@ def build_debootstrap_base_image(
             _remove_rootfs(tmp)
         logger.info("built base image %s in %.1fs", tag, time.monotonic() - started)
         return tag
+    finally:
+        if own_client:
+            client.close()
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    tag: str
+    suite: str
+    built: bool  # False: the tag existed and was kept
+    seconds: float
+
+    def __str__(self) -> str:
+        done = f"built in {self.seconds:.0f} s" if self.built else "exists, kept"
+        return f"{self.tag} (Debian {self.suite}): {done}"
+
+
+def build_base_images(
+    targets: Iterable[tuple[str, str]],
+    *,
+    ca_bundle: Path | None = None,
+    mirror: str | None = None,
+    keyring: Path | None = None,
+    force: bool = False,
+    workdir: Path | None = None,
+    client: Any | None = None,
+) -> Iterator[BuildResult]:
+    """Build each (tag, suite) of ``targets`` in turn (existing tags kept unless ``force``),
+    yielding each result as it is done."""
+    import docker
+
+    own_client = client is None
+    if client is None:
+        client = docker.from_env(timeout=600)
+    try:
+        for tag, suite in targets:
+            started = time.monotonic()
+            existed = not force and base_image_exists(client, tag)
+            build_debootstrap_base_image(
+                tag,
+                suite=suite,
+                ca_bundle=ca_bundle,
+                mirror=mirror,
+                keyring=keyring,
+                force=force,
+                workdir=workdir,
+                client=client,
+            )
+            yield BuildResult(tag, suite, not existed, time.monotonic() - started)
     finally:
         if own_client:
             client.close()
@@ -305,8 +467,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m streams.evaluation.images",
         description="Build the offline Docker base image with debootstrap (needs root).",
     )
-    parser.add_argument("--tag", default=DEFAULT_BASE_IMAGE, help="image tag to build")
-    parser.add_argument("--suite", default=DEFAULT_SUITE, help="Debian suite")
+    parser.add_argument("--tag", default=None, help=f"image tag (default {DEFAULT_BASE_IMAGE})")
+    parser.add_argument("--suite", default=None, help=f"Debian suite (default {DEFAULT_SUITE})")
+    parser.add_argument(
+        "--python",
+        choices=list(PYTHON_SUITES),
+        default=None,
+        help="build this Python's suite (see PYTHON_SUITES) under its default tag",
+    )
+    parser.add_argument(
+        "--all",
+        dest="all_pythons",
+        action="store_true",
+        help="build every Python's image (" + ", ".join(PYTHON_SUITES) + "), keeping existing tags",
+    )
     parser.add_argument(
         "--ca-bundle",
         type=Path,
@@ -316,26 +490,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--mirror", default=None, help="Debian mirror URL for debootstrap")
     parser.add_argument(
+        "--keyring",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="keyring to check Release signatures with (default: the host's Debian keyring)",
+    )
+    parser.add_argument(
         "--force", action="store_true", help="rebuild even if the tag already exists"
     )
     args = parser.parse_args(argv)
+    try:
+        targets = resolve_targets(
+            tag=args.tag, suite=args.suite, python=args.python, all_pythons=args.all_pythons
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     import docker.errors
 
     try:
-        tag = build_debootstrap_base_image(
-            args.tag,
-            suite=args.suite,
+        for result in build_base_images(
+            targets,
             ca_bundle=args.ca_bundle,
             mirror=args.mirror,
+            keyring=args.keyring,
             force=args.force,
-        )
+        ):
+            print(result, flush=True)
     except (RuntimeError, OSError, ValueError, docker.errors.DockerException) as exc:
         logger.error("%s", exc)
         return 1
-    print(tag)
     return 0
 
 

@@ -23,26 +23,33 @@ no FAIL_TO_PASS, every run timed out, unsupported language. Image builds that fa
 from __future__ import annotations
 
 import logging
+import re
 import shlex
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from schemas import InstallConfig, PatchSet, ValidatedTask, ValidationReport
+from schemas.tasks import TestStatus
+from schemas.workspace import TaskWorkspace
 from streams.clients.git import RepoCache
 from streams.core import metrics
 from streams.core.settings import DockerSettings, ValidateSettings
 from streams.evaluation.environments import (
     BuiltImage,
     EnvironmentBuilder,
+    ImageBuildError,
     InstallRecipe,
     TreeFiles,
-    detect_recipe,
 )
-from streams.evaluation.grading import Evaluation, Run, judge
-from streams.evaluation.log_parsers import log_parser
+from streams.evaluation.grading import Evaluation, Run, Verdict, judge
+from streams.evaluation.log_parsers import log_parser, merge_statuses, parse_report
+from streams.evaluation.recipes.infer import infer_recipes
+from streams.evaluation.recipes.overrides import Overrides
 from streams.evaluation.sandbox import Limits, Sandbox, remove_orphans
 from streams.evaluation.taskdir import WORKSPACE, find_task_dirs, load_workspace
 
@@ -54,6 +61,15 @@ PATCH_FAILS = "patch_does_not_apply"
 NO_FAIL_TO_PASS = "no_fail_to_pass"
 TIMED_OUT = "tests_timed_out"
 UNSUPPORTED = "unsupported_language"
+INSTALL_FAILED = "install_failed"  # an env or instance build step failed
+TESTS_DID_NOT_RUN = "tests_did_not_run"  # no test result at all (usage/collection error)
+TESTS_FAIL_AFTER_FIX = "tests_fail_after_fix"  # results, but none passed with the fix
+TESTS_SKIPPED = "tests_skipped"  # every touched test skipped, with the fix too
+SUBMODULE_MISSING = "submodule_missing"  # tests did not run, a submodule is not there
+NO_PYTHON = "no_python_for_requires_python"  # requires-python excludes every base image
+# reasons another Python may not have: the next plausible one is tried
+ENVIRONMENT_REASONS = frozenset({TESTS_DID_NOT_RUN, TESTS_FAIL_AFTER_FIX})
+TAIL_CHARS = 1500  # of a failing build step's or test run's output, in a reason's detail
 
 PATCH_DIR = "/tmp/swe-stream"
 APPLY_COMMANDS = (
@@ -63,17 +79,83 @@ APPLY_COMMANDS = (
 )
 
 
+RUN_VARIABLES = {"PYTHONUNBUFFERED": "1"}
+
+
+@dataclass(frozen=True)
+class ReportFile:
+    """Where a runner writes its machine-readable report, and the arguments that ask for it."""
+
+    path: str
+    arguments: str
+
+
+REPORTS = {
+    # xunit1 keeps each test's file, so node ids can be rebuilt exactly
+    "junit": ReportFile(
+        f"{PATCH_DIR}/report.xml", f"--junitxml={PATCH_DIR}/report.xml -o junit_family=xunit1"
+    ),
+}
+
+
+def why_no_fail_to_pass(
+    recipe: InstallRecipe, verdict: Verdict, befores: list[Run], afters: list[Run]
+) -> ValidationFailed:
+    """The rejection of a proof without FAIL_TO_PASS: what the runs showed, in a reason that
+    says which of "it did not run", "nothing passes", "all skipped", "already passing" it
+    was, with the counts and the last run's output tail."""
+    runs = [*befores, *afters]
+    last = afters[-1] if afters else befores[-1]
+    shown = f"before the fix: {counts(verdict.before)}; after: {counts(verdict.after)}"
+    ended = f"exit code {last.exit_code}" + (", timed out" if last.timed_out else "")
+    output = tail(last.output)
+    if all(run.timed_out for run in runs):
+        return ValidationFailed(TIMED_OUT, f"{shown}; every run timed out\n{output}")
+    after = set(verdict.after.values())
+    if not verdict.after:
+        reason = TESTS_DID_NOT_RUN
+        if any("submodule" in note for note in recipe.notes):
+            reason = SUBMODULE_MISSING
+        notes = "; ".join(recipe.notes)
+        return ValidationFailed(
+            reason, f"no test result ({ended}){'; ' + notes if notes else ''}\n{output}"
+        )
+    if after == {"skipped"}:
+        steps = f"; pre-test steps: {list(recipe.pre_test_commands)}"
+        return ValidationFailed(TESTS_SKIPPED, f"{shown}{steps}\n{output}")
+    if "passed" not in after:
+        return ValidationFailed(TESTS_FAIL_AFTER_FIX, f"{shown} ({ended})\n{output}")
+    return ValidationFailed(NO_FAIL_TO_PASS, shown)
+
+
 def test_command(base: str, files: list[str]) -> str:
     """The recipe's test command run on ``files`` (shell-quoted)."""
     return " ".join([base, *(shlex.quote(f) for f in files)])
 
 
 class ValidationFailed(Exception):
-    """A rejection found deep inside the sandbox run, with its reason."""
+    """A rejection found deep inside the sandbox run, with its reason (a short code for
+    metrics and filters) and its detail (for people: the step, the counts, a log tail)."""
 
     def __init__(self, reason: str, detail: str = ""):
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
+        self.detail = detail
+
+
+def tail(text: str, limit: int = TAIL_CHARS) -> str:
+    """The last ``limit`` characters of ``text``, from a line start where possible."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[-limit:]
+    return "..." + (cut[cut.index("\n") :] if "\n" in cut[:200] else cut)
+
+
+def counts(statuses: dict[str, TestStatus]) -> str:
+    """``3 passed, 1 failed`` (statuses by number, most first)."""
+    tally = Counter(statuses.values())
+    return ", ".join(f"{n} {status}" for status, n in tally.most_common()) or "no results"
 
 
 @dataclass
@@ -130,6 +212,7 @@ class Validator:
         docker: DockerSettings,
         settings: ValidateSettings,
         pipeline_version: int,
+        overrides: Overrides | None = None,
     ):
         self.repos = repos
         self._docker_client = docker_client
@@ -137,6 +220,7 @@ class Validator:
         self.docker = docker
         self.settings = settings
         self.pipeline_version = pipeline_version
+        self.overrides = overrides if overrides is not None else Overrides()
 
     @property
     def client(self) -> Any:
@@ -155,21 +239,122 @@ class Validator:
     def limits(self) -> Limits:
         return Limits.from_settings(self.docker)
 
-    def prepare(self, patches: PatchSet) -> Environment:
-        """Blocking: the recipe of the tree at the base commit, and its images."""
-        return self.environment(patches.repo, patches.base_commit, patches.instance_id)
-
-    def environment(self, repo: str, base_commit: str, instance_id: str) -> Environment:
-        """Blocking: clone (or reuse) ``repo``, and build (or reuse) the task's images."""
+    def recipes(
+        self, repo: str, base_commit: str, created_at: datetime | None = None
+    ) -> tuple[TreeFiles, list[InstallRecipe]]:
+        """Blocking: clone (or reuse) ``repo`` and infer the recipes to try at ``base_commit``
+        (best first, at most ``validation.max_python_attempts``)."""
         self.repos.ensure(repo, base_commit)
-        tree = TreeFiles(self.repos.archive(repo, base_commit))
-        recipe = detect_recipe(tree)
-        if recipe is None:
+        archive, problems = self.repos.archive_with_submodules(repo, base_commit)
+        for problem in problems:
+            log.info("%s: %s", repo, problem)
+        tree = TreeFiles(archive)
+        override = self.overrides.lookup(repo)
+        recipes, facts = infer_recipes(
+            tree,
+            repo=repo,
+            python_images=self.python_images(),
+            created_at=created_at,
+            release_tag=lambda: self.repos.release_tag(repo, base_commit),
+            override=override,
+        )
+        if facts is None:
             raise ValidationFailed(UNSUPPORTED, "no install recipe recognises the repository")
+        if not recipes:
+            raise ValidationFailed(
+                NO_PYTHON,
+                f"requires-python {facts.requires_python!r} excludes every Python with a base "
+                f"image ({', '.join(sorted(self.docker.python_images))})",
+            )
+        return tree, recipes[: self.settings.max_python_attempts]
+
+    def python_images(self) -> dict[str, str]:
+        """The Pythons whose base image is on the engine (``docker.python_images``); when
+        none is, the default base image, as whatever Python it has."""
+        import docker.errors
+
+        present = {}
+        for python, tag in self.docker.python_images.items():
+            try:
+                self.client.images.get(tag)
+            except docker.errors.ImageNotFound:
+                continue
+            present[python] = tag
+        if not present:
+            log.warning(
+                "none of the base images %s is built (swe-stream images base --all): "
+                "validating on %s",
+                sorted(self.docker.python_images.values()),
+                self.docker.base_image,
+            )
+        return present
+
+    def build(
+        self, repo: str, instance_id: str, tree: TreeFiles, recipe: InstallRecipe
+    ) -> Environment:
+        """Blocking: the env and instance images of ``recipe`` (built, or reused)."""
         builder = EnvironmentBuilder(self.client, self.docker.base_image, self.docker.cache_level)
         env = builder.env_image(repo, recipe)
-        instance = builder.instance_image(instance_id, env, tree, recipe)
+        try:
+            instance = builder.instance_image(instance_id, env, tree, recipe)
+        except BaseException:
+            builder.release(env, None)
+            raise
         return Environment(tree, recipe, env, instance, builder)
+
+    def environments(
+        self,
+        repo: str,
+        base_commit: str,
+        instance_id: str,
+        created_at: datetime | None = None,
+        prefer_python: str | None = None,
+    ) -> Generator[Environment, None, None]:
+        """Blocking: an environment per recipe that installs, best first; the consumer
+        releases each. Raises ValidationFailed(install_failed) once no recipe has installed
+        (with every attempt's failed step and log tail)."""
+        tree, recipes = self.recipes(repo, base_commit, created_at)
+        if prefer_python is not None:
+            recipes.sort(key=lambda recipe: recipe.python != prefer_python)
+        failures: list[str] = []
+        built = 0
+        for recipe in recipes:
+            try:
+                environment = self.build(repo, instance_id, tree, recipe)
+            except ImageBuildError as exc:
+                if not exc.step:  # the engine's trouble (a missing base image), not the recipe's
+                    raise
+                failures.append(
+                    f"python {recipe.python}: {exc.layer} step `{exc.step}` failed:\n"
+                    + tail(exc.log_tail, TAIL_CHARS // max(1, len(recipes)))
+                )
+                log.info("%s: python %s does not install: %s", repo, recipe.python, exc.step)
+                continue
+            built += 1
+            yield environment
+        if not built:
+            raise ValidationFailed(INSTALL_FAILED, "\n".join(failures))
+
+    def prepare(self, patches: PatchSet) -> Environment:
+        """Blocking: the first environment that installs for the PR's base commit."""
+        return self.environment(
+            patches.repo, patches.base_commit, patches.instance_id, patches.created_at
+        )
+
+    def environment(
+        self,
+        repo: str,
+        base_commit: str,
+        instance_id: str,
+        created_at: datetime | None = None,
+        prefer_python: str | None = None,
+    ) -> Environment:
+        """Blocking: clone (or reuse) ``repo``, and build (or reuse) the images of the first
+        recipe that installs."""
+        candidates = self.environments(repo, base_commit, instance_id, created_at, prefer_python)
+        environment = next(candidates)
+        candidates.close()
+        return environment
 
     def evaluate(
         self,
@@ -185,13 +370,14 @@ class Validator:
         tests = fail_to_pass + pass_to_pass
         files = sorted({test.split("::", 1)[0] for test in tests})
         command = test_command(environment.recipe.test_command, files)
-        with environment.sandbox(self.limits, {"PYTHONUNBUFFERED": "1"}) as box:
+        with environment.sandbox(self.limits, RUN_VARIABLES) as box:
             applied = True
             if candidate.strip():
                 box.put_file(f"{PATCH_DIR}/candidate.patch", candidate)
                 applied = self._apply(box, f"{PATCH_DIR}/candidate.patch")
             if not applied:
                 return Evaluation(False, {}, fail_to_pass, pass_to_pass)
+            rebuild_after(box, environment.recipe, candidate)
             box.put_file(f"{PATCH_DIR}/test.patch", test_patch)
             if test_patch.strip() and not self._apply(box, f"{PATCH_DIR}/test.patch"):
                 raise ValidationFailed(TEST_PATCH_FAILS)
@@ -212,7 +398,7 @@ class Validator:
         ``validation.runs`` times after it."""
         command = test_command(environment.recipe.test_command, test_files)
         started = time.monotonic()
-        with environment.sandbox(self.limits, {"PYTHONUNBUFFERED": "1"}) as box:
+        with environment.sandbox(self.limits, RUN_VARIABLES) as box:
             box.put_file(f"{PATCH_DIR}/test.patch", test_patch)
             box.put_file(f"{PATCH_DIR}/fix.patch", fix)
             if not self._apply(box, f"{PATCH_DIR}/test.patch"):
@@ -221,6 +407,7 @@ class Validator:
             befores = [self._run(box, command, runner) for _ in range(before_runs)]
             if not self._apply(box, f"{PATCH_DIR}/fix.patch"):
                 raise ValidationFailed(PATCH_FAILS)
+            rebuild_after(box, environment.recipe, fix)
             afters = [self._run(box, command, runner) for _ in range(self.settings.runs)]
         runs = [*befores, *afters]
         verdict = judge(befores, afters)
@@ -236,11 +423,7 @@ class Validator:
         )
         fail_to_pass, pass_to_pass = report.fail_to_pass(), report.pass_to_pass()
         if not fail_to_pass:
-            everything_timed_out = all(r.timed_out for r in runs)
-            raise ValidationFailed(
-                TIMED_OUT if everything_timed_out else NO_FAIL_TO_PASS,
-                f"before {verdict.before}, after {verdict.after}",
-            )
+            raise why_no_fail_to_pass(environment.recipe, verdict, befores, afters)
         return Proof(report, fail_to_pass, pass_to_pass)
 
     def task(
@@ -276,11 +459,18 @@ class Validator:
             difficulty_score=patches.score,
             install_config=InstallConfig(
                 language=recipe.language,
-                base_image=self.docker.base_image,
+                base_image=recipe.base_image or self.docker.base_image,
                 env_image=environment.env.tag,
                 instance_image=environment.instance.tag,
                 install_commands=list(recipe.install_commands),
                 test_command=recipe.test_command,
+                python=recipe.python,
+                test_runner=recipe.test_runner,
+                system_packages=list(recipe.system_packages),
+                env_commands=list(recipe.env_commands),
+                pre_test_commands=list(recipe.pre_test_commands),
+                environment=recipe.variables,
+                recipe=list(recipe.sources),
             ),
             checks=[test_command(recipe.test_command, [test]) for test in tests],
         )
@@ -289,14 +479,64 @@ class Validator:
         return apply_patch(box, path)
 
     def _run(self, box: Sandbox, command: str, runner: str) -> Run:
+        parser = log_parser(runner)
+        report = REPORTS.get(parser.report or "")
+        if report is not None:
+            command = f"rm -f {report.path}; {command} {report.arguments}"
         result = box.run(command, timeout=self.settings.test_timeout_seconds)
         metrics.VALIDATION_RUN_SECONDS.observe(result.inner_seconds)
-        parser = log_parser(runner)
         statuses = parser.parse(result.output)
+        if report is not None and parser.report is not None:
+            statuses = merge_statuses(self._report(box, parser.report, report.path), statuses)
         hung = parser.running_when_killed(result.output) if result.timed_out else None
         if hung:
             statuses[hung] = "error"
-        return Run(statuses, result.inner_seconds, result.timed_out, hung)
+        return Run(
+            statuses,
+            result.inner_seconds,
+            result.timed_out,
+            hung,
+            exit_code=result.exit_code,
+            output=tail(result.output, 4 * TAIL_CHARS),
+        )
+
+    @staticmethod
+    def _report(box: Sandbox, kind: str, path: str) -> dict[str, TestStatus] | None:
+        """The statuses of the run's machine-readable report, or None (not written: the run
+        died before, or the runner could not write it)."""
+        shown = box.run(f"cat {path}", timeout=60, output_limit=64 << 20)
+        if shown.exit_code != 0 or not shown.stdout.strip():
+            return None
+        try:
+            return parse_report(kind, shown.stdout.encode())
+        except ValueError as exc:
+            log.info("unreadable %s report: %s", kind, exc)
+            return None
+
+
+_COMPILED_SOURCE = re.compile(
+    r"^diff --git a/\S+\.(?:c|h|cc|cpp|cxx|hpp|pyx|pxd|pxi|f|f90|rs)\s", re.MULTILINE
+)
+REBUILD_FAILED = "rebuild_failed"
+
+
+def touches_compiled_sources(patch: str) -> bool:
+    """Whether ``patch`` changes a source file of a compiled extension."""
+    return bool(_COMPILED_SOURCE.search(patch))
+
+
+def rebuild_after(box: Sandbox, recipe: InstallRecipe, patch: str, timeout: float = 900) -> None:
+    """Rebuild the compiled extensions in place when ``patch`` changed their sources (the
+    images hold what the base commit's sources built into); ValidationFailed when the
+    rebuild fails."""
+    if not recipe.rebuild_commands or not touches_compiled_sources(patch):
+        return
+    for command in recipe.rebuild_commands:
+        result = box.run(command, timeout=timeout)
+        if result.exit_code != 0:
+            raise ValidationFailed(
+                REBUILD_FAILED, f"`{command}` exited {result.exit_code}\n{tail(result.output)}"
+            )
 
 
 def apply_patch(box: Sandbox, path: str) -> bool:
@@ -321,6 +561,22 @@ def docker_from_env() -> Any:
     return docker_sdk.from_env(timeout=DOCKER_READ_TIMEOUT_SECONDS)
 
 
+def task_environment(validator: Validator, task: TaskWorkspace) -> Environment:
+    """Blocking: the environment of an exported task, on the Python it was validated on."""
+    try:
+        created_at: datetime | None = datetime.fromisoformat(task.created_at)
+    except ValueError:
+        created_at = None
+    python = task.install_config.get("python")
+    return validator.environment(
+        task.repo,
+        task.base_commit,
+        task.instance_id,
+        created_at,
+        python if isinstance(python, str) else None,
+    )
+
+
 def validate_task_dirs(path: Path, validator: Validator) -> list[dict[str, Any]]:
     """Re-validate every task directory under ``path`` in Docker: its gold patch must resolve
     it and an empty patch must not; a report per task (``valid`` and the ``reason`` if not)."""
@@ -335,7 +591,7 @@ def validate_task_dirs(path: Path, validator: Validator) -> list[dict[str, Any]]
             continue
         started = time.monotonic()
         try:
-            environment = validator.environment(task.repo, task.base_commit, task.instance_id)
+            environment = task_environment(validator, task)
             try:
                 f2p, p2p = list(task.FAIL_TO_PASS), list(task.PASS_TO_PASS)
                 gold = validator.evaluate(environment, task.patch, task.test_patch, f2p, p2p)

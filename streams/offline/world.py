@@ -20,7 +20,7 @@ import json
 import re
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from importlib import resources
 from pathlib import Path
@@ -235,11 +235,43 @@ _PULL = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<number>\d+)(?P<file
 _REPO = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)$")
 
 
+@dataclass
+class GitHubData:
+    """What the GitHub stand-in answers (keys in lower case): pull requests, their changed
+    files and repositories; ``404`` for everything else."""
+
+    pulls: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    files: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
+    repositories: dict[str, dict[str, Any]] = field(default_factory=dict)
+    not_found: str = "Not Found (offline: only the demo repository is served)"
+
+    def add(
+        self,
+        repo: str,
+        number: int,
+        pull: dict[str, Any],
+        files: list[dict[str, Any]],
+        repository: dict[str, Any],
+    ) -> None:
+        self.pulls[(repo.lower(), number)] = pull
+        self.files[(repo.lower(), number)] = files
+        self.repositories[repo.lower()] = repository
+
+    def answer(self, path: str) -> Any:
+        """The JSON body for ``path``, or None (404)."""
+        if match := _PULL.match(path):
+            key = (match["repo"].lower(), int(match["number"]))
+            return self.files.get(key) if match["files"] else self.pulls.get(key)
+        if match := _REPO.match(path):
+            return self.repositories.get(match["repo"].lower())
+        return None
+
+
 class GitHubStandIn(LocalServer):
     """The GitHub API stand-in; ``authorizations`` holds the ``Authorization`` header of each
     request (tests check which token was sent, and that it went nowhere else)."""
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler], fake: Any) -> None:
+    def __init__(self, handler: type[BaseHTTPRequestHandler], fake: GitHubData) -> None:
         super().__init__(handler, fake)
         self.authorizations: list[str] = []
 
@@ -253,25 +285,13 @@ class _GitHubHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.server.count_request()
         self.server.authorizations.append(self.headers.get("Authorization", ""))
-        prs: dict[tuple[str, int], DemoPullRequest] = self.server.fake
-        path = self.path.split("?")[0]
-        answer: Any = None
-        if match := _PULL.match(path):
-            pr = prs.get((match["repo"].lower(), int(match["number"])))
-            if pr is not None:
-                answer = pr.files if match["files"] else pr.pull_request()
-        elif match := _REPO.match(path):
-            for pr in prs.values():
-                if pr.repo.repo.lower() == match["repo"].lower():
-                    answer = pr.repository()
+        data: GitHubData = self.server.fake
+        answer = data.answer(self.path.split("?")[0])
         status = 200 if answer is not None else 404
         body = json.dumps(
             answer
             if answer is not None
-            else {
-                "message": "Not Found (offline: only the demo repository is served)",
-                "documentation_url": "https://docs.github.com/rest",
-            }
+            else {"message": data.not_found, "documentation_url": "https://docs.github.com/rest"}
         ).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
@@ -282,6 +302,16 @@ class _GitHubHandler(BaseHTTPRequestHandler):
         self.send_header("X-RateLimit-Resource", "core")
         self.end_headers()
         self.wfile.write(body)
+
+
+def serve_github(data: GitHubData) -> GitHubStandIn:
+    """A GitHub stand-in answering from ``data`` (start it with ``running``)."""
+    return GitHubStandIn(_GitHubHandler, data)
+
+
+def serve_hours(files: dict[str, bytes]) -> LocalServer:
+    """A GH Archive stand-in serving ``files`` (name -> gzip bytes; start it with ``running``)."""
+    return LocalServer(_ArchiveHandler, files)
 
 
 @dataclass
@@ -315,8 +345,10 @@ def offline_world(
     block ends."""
     pr = demo_pull_request(make_demo_repository(root / "git"))
     served = {f"{hour}.json.gz": hour_with_events(hour_file or shipped_hour(), [pr.event()])}
-    archive = LocalServer(_ArchiveHandler, served)
-    github = GitHubStandIn(_GitHubHandler, {(pr.repo.repo.lower(), pr.number): pr})
+    archive = serve_hours(served)
+    data = GitHubData()
+    data.add(pr.repo.repo, pr.number, pr.pull_request(), pr.files, pr.repository())
+    github = serve_github(data)
     with running(archive, "demo-gharchive"), running(github, "demo-github"):
         yield OfflineWorld(
             archive.base_url, github.base_url, pr.repo.url_template, hour, pr, github

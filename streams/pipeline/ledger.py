@@ -129,6 +129,7 @@ def next_entry(
     pipeline_version: int,
     previous: LedgerEntry | None = None,
     now: datetime,
+    detail: str | None = None,
 ) -> LedgerEntry:
     """The ledger value after a transition; attempts count repeats of the same stage."""
     same_stage = previous is not None and previous.stage == stage
@@ -141,6 +142,7 @@ def next_entry(
             "stage": stage,
             "status": status,
             "reason": reason,
+            "detail": detail[:4000] if detail else None,
             "attempts": previous.attempts + 1 if same_stage and previous else 1,
             "first_seen_at": first_seen,
             "updated_at": now,
@@ -186,6 +188,7 @@ class Ledger:
         status: str,
         reason: str | None = None,
         previous: LedgerEntry | None = None,
+        detail: str | None = None,
     ) -> LedgerEntry:
         """Write the transition; ``previous`` defaults to the store's current entry."""
         if previous is None:
@@ -199,6 +202,7 @@ class Ledger:
             pipeline_version=self.pipeline_version,
             previous=previous,
             now=self.clock(),
+            detail=detail,
         )
         await self.store.put(entry.ledger_key, entry.to_json())
         metrics.LEDGER_WRITES.labels(stage=stage, status=status).inc()

@@ -41,15 +41,16 @@ class Outcome:
     outputs: Sequence[Record] = ()
     status: str | None = None  # ledger status; None = this stage writes no ledger entry
     reason: str | None = None
+    detail: str | None = None  # for people: what the reason does not say (log tails, counts)
 
     @classmethod
     def accept(cls, *outputs: Record, status: str | None = "accepted") -> Outcome:
         return cls(tuple(outputs), status, None)
 
     @classmethod
-    def reject(cls, reason: str) -> Outcome:
+    def reject(cls, reason: str, detail: str | None = None) -> Outcome:
         """Dropped for good (final in the ledger for this pipeline version)."""
-        return cls((), "rejected", reason)
+        return cls((), "rejected", reason, detail)
 
     @classmethod
     def ignore(cls, reason: str) -> Outcome:
@@ -171,13 +172,15 @@ class StageRunner(Generic[In]):
         if outcome.status in ("rejected", "ignored"):
             metrics.STAGE_RECORDS_REJECTED.labels(stage=stage, reason=outcome.reason or "").inc()
         if outcome.status is not None:
-            await self._ledger(record, outcome.status, outcome.reason)
+            await self._ledger(record, outcome.status, outcome.reason, outcome.detail)
 
-    async def _ledger(self, record: Record, status: str, reason: str | None) -> None:
+    async def _ledger(
+        self, record: Record, status: str, reason: str | None, detail: str | None = None
+    ) -> None:
         repo, number = getattr(record, "repo", None), getattr(record, "number", None)
         if isinstance(repo, str) and isinstance(number, int):
             await self.ledger.record(
-                repo, number, stage=self.stage.name, status=status, reason=reason
+                repo, number, stage=self.stage.name, status=status, reason=reason, detail=detail
             )
 
     async def _dead_letter(

@@ -34,6 +34,7 @@ from streams.clients.git import RepoCache
 from streams.clients.github import GitHubClient
 from streams.clients.llm import LLMClient
 from streams.core.settings import Settings
+from streams.evaluation.recipes.overrides import load_overrides
 from streams.evaluation.sandbox import Limits
 from streams.evaluation.validator import Validator, docker_from_env
 from streams.pipeline.ledger import Ledger
@@ -108,6 +109,7 @@ def make_validator(settings: Settings, repos: RepoCache | None = None) -> Valida
         settings.docker,
         settings.validation,
         settings.pipeline_version,
+        load_overrides(settings.validation.overrides_file),
     )
 
 

@@ -75,6 +75,10 @@ CASES = [
     ("testing/test_assertrewrite.py", "test", "Python"),
     ("tests/user_commands/tests.py", "test", "Python"),
     ("tests/unittest_nodes.py", "test", "Python"),
+    # a module whose name starts with "unittest" is code in Python (pyupgrade's plugin for the
+    # unittest aliases); other languages' unittest_* files are tests
+    ("pyupgrade/_plugins/unittest_aliases.py", "source", "Python"),
+    ("src/unittest_alloc.cc", "test", "C++"),
     ("test/rules/std_L054_test.py", "test", "Python"),
     ("pydicom/pixel_data_handlers/numpy_handler.py", "source", "Python"),
     # test directories, any depth, any case

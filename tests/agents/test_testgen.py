@@ -170,7 +170,9 @@ async def calc_patches(
 def validator_with_testgen(
     repos: RepoCache, docker_client: Any, base_image: str, llm: LLMClient, **testgen: Any
 ) -> ValidateStage:
-    docker = DockerSettings(base_image=base_image, memory_mb=1024, cpus=1)
+    docker = DockerSettings(
+        base_image=base_image, python_images={"3.11": base_image}, memory_mb=1024, cpus=1
+    )
     generator = AgenticTestGenerator(
         llm,
         TestgenSettings(**({"max_turns": 20, "command_timeout_seconds": 3} | testgen)),

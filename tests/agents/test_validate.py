@@ -5,6 +5,7 @@ passing, fuzz-needing; env image reuse; and extract + validate in a worker on th
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,13 @@ P2P = ["tests/test_ops.py::test_sub", "tests/test_ops.py::test_sub_negative"]
 
 
 def settings(base_image: str, **overrides: Any) -> tuple[DockerSettings, ValidateSettings]:
-    docker = DockerSettings(base_image=base_image, cache_level="env", memory_mb=1024, cpus=1)
+    docker = DockerSettings(
+        base_image=base_image,
+        python_images={"3.11": base_image},
+        cache_level="env",
+        memory_mb=1024,
+        cpus=1,
+    )
     return docker, ValidateSettings(**({"runs": 3, "test_timeout_seconds": 120} | overrides))
 
 
@@ -174,6 +181,7 @@ def test_extract_and_validate_workers_make_the_task(
         "SWE_STREAM_GITHUB_GIT_URL_TEMPLATE": pr.url_template,
         "SWE_STREAM_EXTRACT_REPOS_DIR": str(tmp_path / "repos"),
         "SWE_STREAM_DOCKER_BASE_IMAGE": base_image,
+        "SWE_STREAM_DOCKER_PYTHON_IMAGES": json.dumps({"3.11": base_image}),
         "SWE_STREAM_VALIDATION_RUNS": "2",
     }
     process, metrics_port = start_stage_worker(bootstrap, "extract,validate", log, env)

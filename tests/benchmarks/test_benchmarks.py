@@ -17,6 +17,7 @@ import pytest
         "benchmarks.enrich",
         "benchmarks.validate",
         "benchmarks.passthrough_app",
+        "benchmarks.yield",
     ],
 )
 def test_benchmark_modules_import(module: str) -> None:

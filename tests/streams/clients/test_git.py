@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from streams.clients.git import CloneError, CommitNotFound, FileDiff, GitError, RepoCache
+from streams.clients.git import (
+    CloneError,
+    CommitNotFound,
+    FileDiff,
+    GitError,
+    RepoCache,
+    submodule_repository,
+)
 from tests.git_repos import (
     PullRequestRepo,
     add_pull_request,
@@ -462,3 +469,55 @@ def test_file_at(cache: CountingCache, pr: PullRequestRepo) -> None:
     for bad in ("../etc/passwd", "/etc/passwd", "calc/../README.md", ""):
         with pytest.raises(ValueError):
             cache.file_at(pr.repo, pr.base_sha, bad)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://github.com/BurntSushi/toml-test.git", "BurntSushi/toml-test"),
+        ("https://github.com/iarna/toml-spec-tests", "iarna/toml-spec-tests"),
+        ("git@github.com:owner/data.git", "owner/data"),
+        ("../sibling.git", "parent/sibling"),
+        ("https://gitlab.com/a/b.git", None),
+        ("../../escape/x.git", None),
+    ],
+)
+def test_submodule_urls_name_repositories(url: str, expected: str | None) -> None:
+    assert submodule_repository(url, "parent/repo") == expected
+
+
+def test_submodules_are_archived_at_their_pinned_commit_under_their_path(tmp_path: Path) -> None:
+    data = tmp_path / "data-work"
+    data.mkdir()
+    run_git(data, "init", "-q", "-b", "main")
+    pinned = commit_files(data, {"cases/a.toml": "a = 1\n"}, "cases", tick=0)
+    commit_files(data, {"cases/b.toml": "b = 2\n"}, "more cases", tick=1)  # after the pin
+    publish(data, tmp_path, "swe-stream-test/data")
+    app = tmp_path / "app-work"
+    app.mkdir()
+    run_git(app, "init", "-q", "-b", "main")
+    gitmodules = (
+        '[submodule "data"]\n\tpath = tests/data\n'
+        "\turl = https://github.com/swe-stream-test/data.git\n"
+        '[submodule "gone"]\n\tpath = tests/gone\n\turl = https://example.org/gone.git\n'
+    )
+    commit_files(app, {".gitmodules": gitmodules, "app.py": ""}, "base", tick=2)
+    run_git(app, "update-index", "--add", "--cacheinfo", f"160000,{pinned},tests/data")
+    run_git(app, "update-index", "--add", "--cacheinfo", f"160000,{pinned},tests/gone")
+    head = commit_files(app, {"app.py": "x = 1\n"}, "with submodules", tick=3)
+    _, url_template = publish(app, tmp_path, "swe-stream-test/app")
+
+    cache = RepoCache(tmp_path / "cache", url_template, timeout_seconds=60)
+    cache.ensure("swe-stream-test/app", head)
+    assert cache.submodules("swe-stream-test/app", head) == [
+        ("tests/data", "https://github.com/swe-stream-test/data.git", pinned),
+        ("tests/gone", "https://example.org/gone.git", pinned),
+    ]
+    archive, problems = cache.archive_with_submodules("swe-stream-test/app", head)
+    files = tar_files(archive)
+    assert files["tests/data/cases/a.toml"] == b"a = 1\n"
+    assert "tests/data/cases/b.toml" not in files  # the pinned commit, not the branch
+    assert files["app.py"] == b"x = 1\n"
+    assert problems == ["submodule tests/gone: 'https://example.org/gone.git' is not a "
+                        "repository we can clone"]  # fmt: skip

@@ -50,3 +50,13 @@ def test_an_evaluation_resolves_only_when_the_patch_applied_and_every_test_passe
     assert not Evaluation(False, statuses, ["t::f"], ["t::p"]).resolved
     failing = Evaluation(True, {"t::f": "passed", "t::p": "failed"}, ["t::f"], ["t::p"])
     assert not failing.resolved and failing.failing(["t::f", "t::p", "t::x"]) == ["t::p", "t::x"]
+
+
+@pytest.mark.unit
+def test_patches_to_compiled_sources_are_told_apart() -> None:
+    from streams.evaluation.validator import touches_compiled_sources
+
+    c_patch = "diff --git a/pkg/_speedups.c b/pkg/_speedups.c\n--- a/pkg/_speedups.c\n"
+    py_patch = "diff --git a/pkg/speedups.py b/pkg/speedups.py\n--- a/pkg/speedups.py\n"
+    assert touches_compiled_sources(py_patch + c_patch)
+    assert not touches_compiled_sources(py_patch)

@@ -186,3 +186,192 @@ def test_apt_caches_are_cleaned(tmp_path: Path) -> None:
 
     assert sorted(p.name for p in archives.iterdir()) == ["lock", "partial"]
     assert [p.name for p in lists.iterdir()] == ["partial"]
+
+
+@pytest.mark.unit
+def test_python_suites_and_default_tags() -> None:
+    assert images.PYTHON_SUITES == {
+        "3.9": "bullseye",
+        "3.11": "bookworm",
+        "3.13": "trixie",
+        "3.14": "forky",
+    }
+    assert images.base_image_tag("3.11") == images.DEFAULT_BASE_IMAGE == "swe-stream/base:bookworm"
+    assert images.base_image_tag("3.14") == "swe-stream/base:forky"
+    assert images.base_image_tag("3.9", prefix="registry:5000/b") == "registry:5000/b:bullseye"
+    with pytest.raises(ValueError, match=r"3\.10.*known: 3\.9, 3\.11, 3\.13, 3\.14"):
+        images.base_image_tag("3.10")
+
+
+@pytest.mark.unit
+def test_settings_python_images_match_the_built_tags() -> None:
+    from streams.core.settings import DockerSettings
+
+    docker = DockerSettings()
+    assert docker.base_image == images.DEFAULT_BASE_IMAGE
+    assert docker.python_images == {v: images.base_image_tag(v) for v in images.PYTHON_SUITES}
+    assert docker.image_for("3.13") == "swe-stream/base:trixie"
+    assert docker.image_for(None) == docker.base_image
+    assert docker.image_for("2.7") == docker.base_image
+    custom = DockerSettings(base_image="img:fallback", python_images={"3.12": "python:3.12-slim"})
+    assert custom.image_for("3.12") == "python:3.12-slim"
+    assert custom.image_for("3.11") == "img:fallback"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("choices", "expected"),
+    [
+        ({}, [("swe-stream/base:bookworm", "bookworm")]),
+        ({"default_tag": "x:y"}, [("x:y", "bookworm")]),
+        ({"suite": "trixie", "tag": "t:1"}, [("t:1", "trixie")]),
+        ({"python": "3.14"}, [("swe-stream/base:forky", "forky")]),
+        ({"python": "3.9", "tag": "old:py"}, [("old:py", "bullseye")]),
+        (
+            {"all_pythons": True},
+            [
+                ("swe-stream/base:bullseye", "bullseye"),
+                ("swe-stream/base:bookworm", "bookworm"),
+                ("swe-stream/base:trixie", "trixie"),
+                ("swe-stream/base:forky", "forky"),
+            ],
+        ),
+    ],
+)
+def test_resolve_targets(choices: dict[str, Any], expected: list[tuple[str, str]]) -> None:
+    assert images.resolve_targets(**choices) == expected
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "choices",
+    [
+        {"all_pythons": True, "tag": "x:y"},
+        {"all_pythons": True, "python": "3.9"},
+        {"python": "3.13", "suite": "bookworm"},
+    ],
+)
+def test_resolve_targets_rejects_conflicts(choices: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="drop"):
+        images.resolve_targets(**choices)
+
+
+@pytest.mark.unit
+def test_debootstrap_script_falls_back_to_sid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "sid").write_text("mirror_style release\n")
+    (scripts / "trixie").symlink_to("sid")
+    monkeypatch.setenv("DEBOOTSTRAP_DIR", str(tmp_path))
+    assert images.debootstrap_script("trixie") is None  # the host's debootstrap knows it
+    assert images.debootstrap_script("forky") == str(scripts / "sid")
+    (scripts / "sid").unlink()
+    assert images.debootstrap_script("forky") is None  # nothing to fall back on
+
+
+@pytest.mark.unit
+def test_debootstrap_command_checks_signatures(tmp_path: Path) -> None:
+    rootfs = tmp_path / "rootfs"
+    plain = images.debootstrap_command("debootstrap", "bookworm", rootfs, packages=["git"])
+    assert plain == [
+        "debootstrap",
+        "--variant=minbase",
+        "--force-check-gpg",
+        "--include=git",
+        "bookworm",
+        str(rootfs),
+    ]
+    forky = images.debootstrap_command(
+        "debootstrap",
+        "forky",
+        rootfs,
+        keyring=Path("/k.gpg"),
+        script="/usr/share/debootstrap/scripts/sid",
+    )
+    assert "--force-check-gpg" in forky and "--keyring=/k.gpg" in forky
+    # positional: suite, target, mirror (the default one when none is given), script
+    assert forky[-4:] == [
+        "forky",
+        str(rootfs),
+        images.DEFAULT_MIRROR,
+        "/usr/share/debootstrap/scripts/sid",
+    ]
+    mirrored = images.debootstrap_command("d", "trixie", rootfs, mirror="http://m/debian")
+    assert mirrored[-1] == "http://m/debian"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], [("swe-stream/base:bookworm", "bookworm")]),
+        (["--python", "3.13"], [("swe-stream/base:trixie", "trixie")]),
+        (["--suite", "bullseye", "--tag", "b:1"], [("b:1", "bullseye")]),
+        (["--all"], [(images.base_image_tag(v), s) for v, s in images.PYTHON_SUITES.items()]),
+    ],
+)
+def test_cli_images_base_flags(
+    argv: list[str], expected: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streams.cli import evaluate
+    from streams.cli.main import build_parser
+    from streams.core.settings import Settings
+
+    args = build_parser().parse_args(["images", "base", *argv])
+    assert args.handler is evaluate.cmd_images
+    calls: list[tuple[list[tuple[str, str]], dict[str, Any]]] = []
+
+    def fake_build(targets: Any, **kwargs: Any) -> Iterator[images.BuildResult]:
+        calls.append((list(targets), kwargs))
+        return iter([])
+
+    monkeypatch.setattr(evaluate, "build_base_images", fake_build)
+    assert evaluate.cmd_images(args, Settings()) == 0
+    assert calls == [(expected, {"ca_bundle": None, "keyring": None, "force": False})]
+
+
+@pytest.mark.unit
+def test_cli_images_base_rejects_bad_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    from streams.cli import evaluate
+    from streams.cli.main import build_parser
+    from streams.core.settings import Settings
+
+    parser = build_parser()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["images", "base", "--python", "3.10"])
+    args = parser.parse_args(["images", "base", "--all", "--tag", "x:y"])
+    assert evaluate.cmd_images(args, Settings()) == 2
+    assert "--all" in capsys.readouterr().err
+
+
+@pytest.mark.unit
+def test_module_main_rejects_all_with_tag(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        images.main(["--all", "--tag", "x:y"])
+    assert exc.value.code == 2
+    assert "--all" in capsys.readouterr().err
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("python", list(images.PYTHON_SUITES))
+def test_python_image_has_its_python_and_makes_a_venv(
+    python: str, docker_client: Any, run_container: Any
+) -> None:
+    import docker.errors
+
+    from tests.conftest import unavailable
+
+    tag = images.base_image_tag(python)
+    try:
+        config = docker_client.images.get(tag).attrs["Config"]
+    except docker.errors.ImageNotFound:
+        unavailable(f"base image {tag} is missing: run `swe-stream images base --python {python}`")
+    assert config["Labels"][images.BASE_LABEL] == f"debootstrap-{images.PYTHON_SUITES[python]}"
+    script = "python3 --version && python3 -m venv /opt/venv && /opt/venv/bin/pip --version"
+    code, logs = run_container(tag, ["sh", "-c", script], network_mode="none")
+    assert code == 0, logs
+    lines = logs.strip().splitlines()
+    assert lines[0].startswith(f"Python {python}."), logs
+    assert lines[-1].startswith("pip ") and f"(python {python})" in lines[-1], logs

@@ -1,0 +1,265 @@
+"""Yield on a corpus of real repositories: how many real merged PRs become validated tasks, and
+why the others do not.
+
+    python -m benchmarks.yield [--corpus DIR] [--repos tenacity,pyjwt] [--json FILE]
+
+The corpus (default ``../shared/fixtures/corpus``; see its README: its ``repos/`` remotes are
+made on this machine from fetched snapshots, with ``corpus-remotes --into DIR`` when the corpus
+folder is read-only, then ``--corpus DIR/corpus``) is served offline as one GH Archive hour of
+full-format PullRequestEvents and a GitHub API stand-in (``streams.offline.corpus``), its bare
+repositories as ``file://`` remotes. The real pipeline runs on it: ``swe-stream mine --once``
+on an embedded broker, heuristic classify and score, ``prefilter.org_only`` off (some corpus
+repositories belong to users), the size filters opened (``enrich.min_added_lines``,
+``enrich.min_stars``, ``score.min_quality`` at 0): the benchmark measures the engine, not the
+filters.
+
+Printed: a row per PR (repo#N, Python, recipe, the stage it reached, its reason or its
+FAIL_TO_PASS / PASS_TO_PASS counts, seconds in validate), a line per repository (did its tests
+run at a base commit), and last
+
+    environments: A of R repositories ran their tests
+    validated: X of N PRs (Y%)
+
+The rows are also written as JSON (``--json``, default ``<workdir>/yield.json``). A benchmark,
+not a test: it takes about a minute per PR on two cores. Always exits 0 unless the run itself
+broke (no Docker, no corpus).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+
+from schemas import LedgerEntry, ValidatedTask
+from streams.kafka.broker import EmbeddedBroker
+from streams.kafka.client import read_topic_to_end
+from streams.kafka.topics import VALIDATED
+from streams.offline.corpus import Corpus, CorpusError, load_corpus, serve_corpus
+from streams.pipeline.ledger import read_ledger
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CORPUS = ROOT.parent / "shared" / "fixtures" / "corpus"
+SWE_STREAM = str(Path(sys.executable).with_name("swe-stream"))
+
+# validate's reasons that say the tests ran at the base commit (and what they showed)
+TESTS_RAN = {"no_fail_to_pass", "fail_to_pass_flaky", "tests_timed_out"}
+STAGES = ("prefilter", "enrich", "classify", "extract", "validate", "score", "export")
+
+
+@dataclass
+class Row:
+    """One PR's outcome."""
+
+    pr: str
+    repo: str
+    stage: str  # the last stage that decided about it
+    status: str
+    validated: bool
+    reason: str | None = None
+    detail: str | None = None
+    python: str | None = None
+    recipe: str | None = None
+    fail_to_pass: int | None = None
+    pass_to_pass: int | None = None
+    seconds: float | None = None
+
+    @property
+    def tests_ran(self) -> bool:
+        return self.validated or self.reason in TESTS_RAN
+
+
+def pipeline_environment(
+    world_env: dict[str, str], data_dir: Path, concurrency: int
+) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("SWE_STREAM_") and k not in {"GITHUB_TOKEN", "OPENROUTER_API_KEY"}
+    }
+    return (
+        env
+        | world_env
+        | {
+            "SWE_STREAM_PREFILTER_ORG_ONLY": "false",
+            "SWE_STREAM_ENRICH_MIN_STARS": "0",
+            "SWE_STREAM_ENRICH_MIN_ADDED_LINES": "0",
+            "SWE_STREAM_CLASSIFY_BACKEND": "heuristic",
+            "SWE_STREAM_SCORE_BACKEND": "heuristic",
+            "SWE_STREAM_SCORE_MIN_QUALITY": "0",
+            "SWE_STREAM_TESTGEN_MODE": "off",
+            "SWE_STREAM_VALIDATION_CONCURRENCY": str(concurrency),
+            "SWE_STREAM_WORKER_DATA_DIR": str(data_dir),
+            "SWE_STREAM_WORKER_LOG_LEVEL": "info",
+        }
+    )
+
+
+async def collect(bootstrap: str, corpus: Corpus) -> list[Row]:
+    """A row per corpus PR, from swe.ledger and tasks.validated."""
+    history: dict[str, list[LedgerEntry]] = defaultdict(list)
+    for entry in await read_ledger(bootstrap):
+        history[f"{entry.repo}#{entry.number}"].append(entry)
+    validated: dict[str, ValidatedTask] = {}
+    async for record in read_topic_to_end(bootstrap, VALIDATED.name):
+        task = ValidatedTask.from_json(record.value)
+        validated[f"{task.repo}#{task.number}"] = task
+    rows = []
+    for pr in corpus.pull_requests:
+        key = f"{pr['repo']}#{pr['number']}"
+        rows.append(_row(key, pr["repo"], history.get(key, []), validated.get(key)))
+    return rows
+
+
+def _row(key: str, repo: str, entries: list[LedgerEntry], task: ValidatedTask | None) -> Row:
+    if not entries:
+        return Row(key, repo, "-", "never seen", False, "not_in_ledger")
+    entries = sorted(entries, key=lambda e: e.updated_at)
+    last = entries[-1]
+    validate = [e for e in entries if e.stage == "validate"]
+    row = Row(
+        key,
+        repo,
+        last.stage,
+        last.status,
+        task is not None,
+        last.reason if task is None else None,
+        last.detail if task is None else None,
+    )
+    if task is not None:
+        config = task.install_config
+        row.python = config.python if config else None
+        row.recipe = ",".join(config.recipe) if config else None
+        row.fail_to_pass, row.pass_to_pass = len(task.FAIL_TO_PASS), len(task.PASS_TO_PASS)
+        row.seconds = round(task.validation.duration_seconds, 1)
+    elif validate:
+        # the validator prefixes its details with "[python X; recipe A, B] "
+        shown = re.match(r"\[python ([\d.]+|None); recipe ([^\]]*)\] ", last.detail or "")
+        if shown:
+            row.python, row.recipe = shown[1], shown[2].replace(" ", "")
+            row.detail = (last.detail or "")[shown.end() :]
+        before = [e for e in entries if e.stage == "extract"]
+        if before:
+            row.seconds = round(
+                (validate[-1].updated_at - before[-1].updated_at).total_seconds(), 1
+            )
+    return row
+
+
+def print_report(rows: list[Row], corpus: Corpus, seconds: float) -> None:
+    print(f"{'PR':40} {'python':6} {'recipe':22} {'stage':9} {'result':44} {'s':>6}")
+    for row in rows:
+        if row.validated:
+            result = f"validated F2P={row.fail_to_pass} P2P={row.pass_to_pass}"
+        else:
+            result = f"{row.status}: {row.reason}"
+        seconds_text = f"{row.seconds:6.0f}" if row.seconds is not None else "     -"
+        print(
+            f"{row.pr:40} {row.python or '-':6} {(row.recipe or '-')[:22]:22} {row.stage:9} "
+            f"{result[:44]:44} {seconds_text}"
+        )
+        if row.detail:
+            print(f"{'':40}   {row.detail[:300]}")
+    print()
+    ran_repos = 0
+    for repository in corpus.repositories:
+        mine = [r for r in rows if r.repo == repository.repo]
+        ran = [r for r in mine if r.tests_ran]
+        ran_repos += bool(ran)
+        verdict = "tests ran" if ran else "tests never ran"
+        validated = sum(r.validated for r in mine)
+        print(f"{repository.repo:40} {verdict:16} validated {validated} of {len(mine)}")
+    reasons: dict[str, int] = defaultdict(int)
+    for row in rows:
+        if not row.validated:
+            reasons[f"{row.stage}/{row.reason}"] += 1
+    print()
+    for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
+        print(f"  {count:3} {reason}")
+    validated = sum(r.validated for r in rows)
+    share = 100 * validated / len(rows) if rows else 0.0
+    print(f"\nmined in {seconds / 60:.1f} min")
+    print(f"environments: {ran_repos} of {len(corpus.repositories)} repositories ran their tests")
+    print(f"validated: {validated} of {len(rows)} PRs ({share:.0f}%)")
+
+
+def mine_corpus(corpus: Corpus, workdir: Path, concurrency: int = 2) -> tuple[list[Row], float]:
+    """Serve ``corpus``, run ``swe-stream mine --once`` on it (an embedded broker of its own),
+    and read back a row per PR; the seconds it took."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with (
+        EmbeddedBroker(log_path=workdir / "broker.log") as broker,
+        serve_corpus(corpus, workdir / "world") as world,
+    ):
+        env = pipeline_environment(world.environment(), workdir / "data", concurrency)
+        command = [
+            SWE_STREAM, "mine", "--once", "--bootstrap", broker.bootstrap,
+            "--source", str(world.hour_file), "-o", str(workdir / "tasks"),
+            "--metrics-port", "0", "--no-live",
+        ]  # fmt: skip
+        with open(workdir / "mine.log", "wb") as log:
+            done = subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+        if done.returncode != 0:
+            print(f"mine exited {done.returncode}; see {workdir / 'mine.log'}", file=sys.stderr)
+        rows = asyncio.run(collect(broker.bootstrap, corpus))
+    return rows, time.monotonic() - started
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        corpus = load_corpus(args.corpus, [r for r in (args.repos or "").split(",") if r])
+    except CorpusError as exc:
+        print(f"benchmarks.yield: {exc}", file=sys.stderr)
+        return 2
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="swe-stream-yield-")).absolute()
+    print(
+        f"corpus {corpus.root}: {len(corpus.repositories)} repositories, "
+        f"{len(corpus.pull_requests)} PRs; work in {workdir}",
+        flush=True,
+    )
+    rows, seconds = mine_corpus(corpus, workdir, args.concurrency)
+    print_report(rows, corpus, seconds)
+    out = Path(args.json or workdir / "yield.json")
+    out.write_text(
+        json.dumps(
+            {
+                "corpus": str(corpus.root),
+                "finished_at": datetime.now().astimezone().isoformat(),
+                "seconds": round(seconds, 1),
+                "rows": [asdict(r) | {"tests_ran": r.tests_ran} for r in rows],
+            },
+            indent=2,
+        ),
+        encoding="utf-8",
+    )
+    print(f"(rows written to {out})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="corpus folder")
+    parser.add_argument(
+        "--repos", help="only these repositories (owner/name or name, comma-separated)"
+    )
+    parser.add_argument(
+        "--json", type=Path, help="write the rows here (default: WORKDIR/yield.json)"
+    )
+    parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new temp folder)")
+    parser.add_argument("--concurrency", type=int, default=2, help="validations at once (2)")
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,90 @@
+"""Per-repository overrides: what a user who knows a repository says about installing and
+testing it (as SWE-bench's per-repository specs). They win over inference, field by field.
+
+A YAML file (``validation.overrides_file``)::
+
+    repositories:
+      owner/name:
+        python: "3.11"                 # the only Python tried
+        system_packages: [gettext]     # Debian packages of the env image
+        env: ["uv pip install -r requirements/tests.txt"]   # env image commands
+        install: ["uv pip install -e ."]                   # instance image, in /testbed
+        pre_test: ["make -C locale"]   # build steps before the tests
+        test_command: "python -m pytest -rA -v"            # the test files are appended
+        environment: {TZ: UTC}         # variables of the images and the tests
+
+Unknown keys are errors (a typo must not silently do nothing).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from streams.core.settings import safe_load_yaml
+from streams.evaluation.environments import InstallRecipe
+
+
+class RepositoryOverride(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    python: str | None = Field(None, pattern=r"^3\.\d+$")
+    system_packages: list[str] | None = None
+    env: list[str] | None = None
+    install: list[str] | None = None
+    pre_test: list[str] | None = None
+    test_command: str | None = Field(None, min_length=1)
+    environment: dict[str, str] | None = None
+
+
+class Overrides(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    repositories: dict[str, RepositoryOverride] = Field(default_factory=dict)
+
+    def lookup(self, repo: str) -> RepositoryOverride | None:
+        wanted = repo.lower()
+        for name, override in self.repositories.items():
+            if name.lower() == wanted:
+                return override
+        return None
+
+
+def load_overrides(path: Path | None) -> Overrides:
+    """The overrides in ``path`` (none when unset); ValueError naming the file otherwise."""
+    if path is None:
+        return Overrides()
+    try:
+        data = safe_load_yaml(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, ValueError) as exc:
+        raise ValueError(f"{path}: cannot read the overrides: {exc}") from None
+    try:
+        return Overrides.model_validate(data or {})
+    except ValidationError as exc:
+        raise ValueError(f"{path}: not a valid overrides file: {exc}") from None
+
+
+def apply_override(recipe: InstallRecipe, override: RepositoryOverride | None) -> InstallRecipe:
+    """``recipe`` with the fields the override sets replaced."""
+    if override is None:
+        return recipe
+    changes: dict[str, object] = {}
+    if override.system_packages is not None:
+        changes["system_packages"] = tuple(override.system_packages)
+    if override.env is not None:
+        changes["env_commands"] = tuple(override.env)
+    if override.install is not None:
+        changes["install_commands"] = tuple(override.install)
+    if override.pre_test is not None:
+        changes["pre_test_commands"] = tuple(override.pre_test)
+    if override.test_command is not None:
+        changes["test_command"] = override.test_command
+    if override.environment is not None:
+        merged = {**recipe.variables, **override.environment}
+        changes["environment"] = tuple(sorted(merged.items()))
+    if changes:
+        changes["sources"] = (*recipe.sources, "override")
+    return dataclasses.replace(recipe, **changes)  # type: ignore[arg-type]
