@@ -108,9 +108,8 @@ class ValidateStage:
                     if last is not None:  # what the Python tried before showed, kept
                         failed.detail += f"\nearlier: {last.reason}: {last.detail[:600]}"
                     last = failed
-                    python = environment.recipe.python
                     log.info("validate: %s#%d on python %s: %s", patches.repo, patches.number,
-                             python, failed.reason)  # fmt: skip
+                             recipe.python, failed.reason)  # fmt: skip
                 finally:
                     await asyncio.to_thread(environment.release)
         finally:

@@ -563,6 +563,9 @@ class RepoCache:
         its tree, their URLs from its ``.gitmodules``)."""
         sha = _check_sha(commit)
         git_dir = self._require(repo, sha)
+        gitmodules = self.file_at(repo, sha, ".gitmodules")
+        if gitmodules is None:  # most trees: no need to list every path of the tree
+            return []
         listing = self._run(["ls-tree", "-r", "-z", "--full-tree", sha], git_dir=git_dir).stdout
         links = {}
         for entry in listing.split(b"\0"):
@@ -574,7 +577,7 @@ class RepoCache:
             return []
         config = configparser.RawConfigParser(strict=False)
         try:
-            config.read_string(_decode(self.file_at(repo, sha, ".gitmodules") or b""))
+            config.read_string(_decode(gitmodules))
         except configparser.Error:
             return []
         urls = {

@@ -47,6 +47,7 @@ from streams.evaluation.environments import (
     TreeFiles,
 )
 from streams.evaluation.grading import Evaluation, Run, Verdict, judge
+from streams.evaluation.images import base_image_exists
 from streams.evaluation.log_parsers import log_parser, merge_statuses, parse_report
 from streams.evaluation.recipes.infer import infer_recipes
 from streams.evaluation.recipes.overrides import Overrides
@@ -271,15 +272,11 @@ class Validator:
     def python_images(self) -> dict[str, str]:
         """The Pythons whose base image is on the engine (``docker.python_images``); when
         none is, the default base image, as whatever Python it has."""
-        import docker.errors
-
-        present = {}
-        for python, tag in self.docker.python_images.items():
-            try:
-                self.client.images.get(tag)
-            except docker.errors.ImageNotFound:
-                continue
-            present[python] = tag
+        present = {
+            python: tag
+            for python, tag in self.docker.python_images.items()
+            if base_image_exists(self.client, tag)
+        }
         if not present:
             log.warning(
                 "none of the base images %s is built (swe-stream images base --all): "
@@ -334,12 +331,6 @@ class Validator:
             yield environment
         if not built:
             raise ValidationFailed(INSTALL_FAILED, "\n".join(failures))
-
-    def prepare(self, patches: PatchSet) -> Environment:
-        """Blocking: the first environment that installs for the PR's base commit."""
-        return self.environment(
-            patches.repo, patches.base_commit, patches.instance_id, patches.created_at
-        )
 
     def environment(
         self,

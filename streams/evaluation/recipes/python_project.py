@@ -55,6 +55,7 @@ class RequirementsFile:
     requirements: list[str] = field(default_factory=list)
     referenced_files: list[str] = field(default_factory=list)
     has_editable: bool = False
+    constraint_files: list[str] = field(default_factory=list)  # those of -c among the above
 
 
 @dataclass(frozen=True)
@@ -337,7 +338,8 @@ def _requirements(values: Iterable[str], where: str, tree: _Tree) -> list[str]:
     return [req for req in found if req]
 
 
-def _requirement_name(text: str) -> str | None:
+def requirement_name(text: str) -> str | None:
+    """The canonical name a requirement string names, or None when it is not one."""
     try:
         return canonicalize_name(Requirement(text).name)
     except InvalidRequirement:
@@ -719,7 +721,7 @@ def _read_dependency_groups(tree: _Tree, raw: dict[str, Any]) -> dict[str, list[
 
 def _read_pyproject_tools(tree: _Tree, acc: _Acc, doc: dict[str, Any]) -> None:
     tool = _table(doc, "tool")
-    requires = {_requirement_name(req) for req in acc.build_requires}
+    requires = {requirement_name(req) for req in acc.build_requires}
     if requires & _SCM_PACKAGES or "setuptools_scm" in tool or "setuptools-scm" in tool:
         acc.scm_version = True
     if _table(tool, "hatch", "version").get("source") == "vcs":
@@ -1190,6 +1192,7 @@ def _parse_requirements_text(text: str, path: str, tree: _Tree) -> RequirementsF
     base_dir = posixpath.dirname(path)
     requirements: list[str] = []
     referenced: list[str] = []
+    constraints: list[str] = []
     editable = False
     logical: list[str] = []
     pending = ""
@@ -1208,6 +1211,8 @@ def _parse_requirements_text(text: str, path: str, tree: _Tree) -> RequirementsF
             option, value = _pip_option(line)
             if option in {"-r", "--requirement", "-c", "--constraint"} and value:
                 referenced.append(posixpath.normpath(posixpath.join(base_dir, value)))
+                if option in {"-c", "--constraint"}:
+                    constraints.append(referenced[-1])
             elif option in {"-e", "--editable"}:
                 editable = True
             elif option not in _PIP_OPTIONS_WITH_VALUE and option not in _PIP_FLAGS:
@@ -1225,7 +1230,8 @@ def _parse_requirements_text(text: str, path: str, tree: _Tree) -> RequirementsF
         req = _requirement(line, path, tree)
         if req:
             requirements.append(req)
-    return RequirementsFile(path, requirements_kind(path), requirements, referenced, editable)
+    kind = requirements_kind(path)
+    return RequirementsFile(path, kind, requirements, referenced, editable, constraints)
 
 
 def _read_requirements_files(tree: _Tree, extra_refs: Iterable[str]) -> list[RequirementsFile]:
@@ -2451,7 +2457,7 @@ def _hints(
     if nox is not None:
         for session in nox.sessions:
             commands += session.commands + [shlex.join(args) for args in session.installs]
-    names = {_requirement_name(req) for reqs in requirement_lists for req in reqs}
+    names = {requirement_name(req) for reqs in requirement_lists for req in reqs}
     pytest_used = (
         pytest_config is not None
         or any(name and _word_is_pytest(name) for name in names)
@@ -2527,7 +2533,7 @@ def read_project(names: Iterable[str], read: FileReader) -> ProjectFacts:
         _guarded(tree, "setup.cfg", None, lambda: _read_setup_cfg(tree, acc))
     if tree.has("setup.py"):
         _guarded(tree, "setup.py", None, lambda: _read_setup_py(tree, acc))
-    setup_names = {_requirement_name(req) for req in acc.setup_requires}
+    setup_names = {requirement_name(req) for req in acc.setup_requires}
     if setup_names & _SCM_PACKAGES or tree.has("versioneer.py"):
         acc.scm_version = True
     for path in _UNREAD_FILES:

@@ -31,7 +31,11 @@ from packaging.version import InvalidVersion, Version
 
 from streams.evaluation.environments import VENV, InstallRecipe
 from streams.evaluation.recipes.pytest_options import plan_pytest_run
-from streams.evaluation.recipes.python_project import FileReader, ProjectFacts
+from streams.evaluation.recipes.python_project import (
+    FileReader,
+    ProjectFacts,
+    requirement_name,
+)
 
 ENV_DIR = "/opt/swe-env"  # where the env image gets the dependency files
 REQUIREMENTS_FILE = "swe-stream-requirements.txt"  # the requirement strings we gathered
@@ -142,7 +146,7 @@ class Draft:
     def add_requirements(self, values: list[str], project: str | None) -> int:
         added = 0
         for text in values:
-            name = _name(text)
+            name = requirement_name(text)
             if name is None or name in NOT_FOR_TESTS or name == project:
                 continue
             if text not in self.requirements:
@@ -182,13 +186,6 @@ RUNNER_STACK = (
 # before 2022 are gone, is an sdist that needs one)
 BUILD_TOOLS = ("setuptools", "wheel")
 UV_CONFIG = "uv.toml"
-
-
-def _name(text: str) -> str | None:
-    try:
-        return canonicalize_name(Requirement(text).name)
-    except InvalidRequirement:
-        return None
 
 
 def _project(ctx: RecipeContext) -> str | None:
@@ -285,6 +282,34 @@ def detect_tox(ctx: RecipeContext, draft: Draft) -> None:
         draft.sources.append(f"tox:{tox.env_name or 'testenv'}")
 
 
+_OPTIONS_WITH_VALUE = {"-c", "--constraint", "--python", "-i", "--index-url", "--extra-index-url"}
+
+
+def _install_arguments(ctx: RecipeContext, draft: Draft, words: list[str]) -> int:
+    """What the arguments of one ``pip install`` (or ``session.install``) add: ``-r FILE``
+    (a file of the tree), ``.[extras]`` (also after ``-e``), package names (tools dropped);
+    other options and their values are passed over. Returns how much was added."""
+    names = set(ctx.names)
+    added = 0
+    arguments = iter(words)
+    for word in arguments:
+        if word in {"-r", "--requirement"}:
+            path = next(arguments, "")
+            if path in names:
+                draft.add(draft.requirement_files, path)
+                added += 1
+        elif word in _OPTIONS_WITH_VALUE:
+            next(arguments, None)
+        elif word == "." or word.startswith(".["):
+            for extra in filter(None, word.partition("[")[2].rstrip("]").split(",")):
+                draft.add(draft.extras, extra.strip())
+                wanted = ctx.facts.extras.get(extra.strip(), [])
+                added += 1 + draft.add_requirements(list(wanted), _project(ctx))
+        elif not word.startswith(("-", "/")) and requirement_name(word) is not None:
+            added += draft.add_requirements([word], _project(ctx))
+    return added
+
+
 def detect_nox(ctx: RecipeContext, draft: Draft) -> None:
     nox = ctx.facts.nox
     if nox is None:
@@ -292,33 +317,14 @@ def detect_nox(ctx: RecipeContext, draft: Draft) -> None:
     for session in nox.sessions:
         if "test" not in session.name:
             continue
-        added = 0
-        for install in session.installs:
-            tokens = iter(install)
-            for token in tokens:
-                if token in {"-r", "--requirement"}:
-                    path = next(tokens, None)
-                    if path:
-                        draft.add(draft.requirement_files, path)
-                        added += 1
-                elif token.startswith((".[", "-e")) or token == ".":
-                    extras = token.partition("[")[2].rstrip("]")
-                    for extra in filter(None, extras.split(",")):
-                        draft.add(draft.extras, extra.strip())
-                        wanted = ctx.facts.extras.get(extra.strip(), [])
-                        added += draft.add_requirements(list(wanted), _project(ctx))
-                elif not token.startswith("-"):
-                    added += draft.add_requirements([token], _project(ctx))
-        if added:
+        if sum(_install_arguments(ctx, draft, list(words)) for words in session.installs):
             draft.sources.append(f"nox:{session.name}")
         break
 
 
 def detect_ci_installs(ctx: RecipeContext, draft: Draft) -> None:
-    """What the CI's install lines add for its tests: ``pip install -r FILE`` (a file of the
-    tree), packages named on a ``pip install`` line (tools dropped), ``pdm install -G X``
-    (an extra or group)."""
-    names = set(ctx.names)
+    """What the CI's install lines add for its tests: the arguments of ``pip install``,
+    ``pdm install -G X`` (an extra or group)."""
     added = 0
     for command in ctx.facts.ci.install_commands:
         try:
@@ -326,17 +332,7 @@ def detect_ci_installs(ctx: RecipeContext, draft: Draft) -> None:
         except ValueError:
             continue
         if "pip" in words and "install" in words:
-            args = iter(words[words.index("install") + 1 :])
-            for word in args:
-                if word in {"-r", "--requirement"}:
-                    path = next(args, "")
-                    if path in names:
-                        draft.add(draft.requirement_files, path)
-                        added += 1
-                elif word in {"-c", "--constraint", "--python", "-i", "--index-url"}:
-                    next(args, None)
-                elif not word.startswith(("-", ".", "/")) and _name(word) is not None:
-                    added += draft.add_requirements([word], _project(ctx))
+            added += _install_arguments(ctx, draft, words[words.index("install") + 1 :])
         elif words[:2] == ["pdm", "install"]:
             groups = [words[i + 1] for i, w in enumerate(words[:-1]) if w in {"-G", "--group"}]
             for group in groups:
@@ -410,7 +406,7 @@ def detect_pytest_config(ctx: RecipeContext, draft: Draft) -> None:
     for plugin in plan.plugins:
         if plugin not in draft.requirements:
             draft.requirements.append(plugin)
-        draft.plugins.append(_name(plugin) or plugin)
+        draft.plugins.append(requirement_name(plugin) or plugin)
     if config is not None:
         draft.sources.append(f"pytest:{config.path}")
         if plan.dropped:
@@ -436,30 +432,6 @@ DETECTORS: list[Detector] = [
 # -- the recipe ---------------------------------------------------------------------------------
 
 
-def _requirement_file_lines(text: str) -> list[str]:
-    """A requirements file made safe for the env image: what names a package stays; editable
-    and local-path lines (the project is installed later), index options and hashes go."""
-    kept = []
-    for raw in text.replace("\\\n", " ").splitlines():
-        line = raw.split(" #", 1)[0].strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith(("-e", "--editable", ".", "/", "file:", "-i", "--index-url")):
-            continue
-        if line.startswith(("--extra-index-url", "--find-links", "-f ", "--trusted-host")):
-            continue
-        if line.startswith(("-r", "-c", "--requirement", "--constraint")):
-            kept.append(line)
-            continue
-        words = [w for w in line.split() if not w.startswith("--hash")]
-        text = " ".join(words)
-        if _is_direct_reference(text):
-            continue  # a VCS or URL requirement: the sandbox's network reaches registries only
-        if words and _name(text) not in NOT_FOR_TESTS:
-            kept.append(text)
-    return kept
-
-
 def _is_direct_reference(text: str) -> bool:
     if text.startswith(("git+", "hg+", "svn+", "bzr+", "http://", "https://")):
         return True
@@ -473,7 +445,7 @@ def _runs_here(requirement: str, floor: str | None) -> bool:
     """False for a pin of pytest that excludes every release able to run on this Python
     (``==3.0.7``, ``<7`` where the floor is 7.0): some release at or above the floor must
     satisfy each upper bound."""
-    if floor is None or _name(requirement) != "pytest":
+    if floor is None or requirement_name(requirement) != "pytest":
         return True
     try:
         specifier = Requirement(requirement).specifier
@@ -503,28 +475,29 @@ def _runs_here(requirement: str, floor: str | None) -> bool:
 def _copy_requirement_files(
     ctx: RecipeContext, paths: list[str], floor: str | None = None
 ) -> dict[str, bytes]:
-    """The files (and the files they include) as the env image gets them, sanitized (and
-    without a pytest pin too old for this Python)."""
+    """The files (and the files they include) as the env image gets them, from what
+    ``python_project`` read of them: their requirements (no tools, no VCS or URL ones, no
+    pytest pin too old for this Python), and their includes as absolute paths of the env."""
+    parsed = {item.path: item for item in ctx.facts.requirements_files}
     out: dict[str, bytes] = {}
     queue = list(paths)
     while queue and len(out) < 50:
         path = queue.pop(0)
-        if path in out:
-            continue
-        data = ctx.read(path)
-        if data is None:
+        item = parsed.get(path)
+        if item is None or path in out:
             continue
         lines = [
-            line
-            for line in _requirement_file_lines(data.decode("utf-8", errors="replace"))
-            if _runs_here(line, floor)
+            requirement
+            for requirement in item.requirements
+            if not _is_direct_reference(requirement)
+            and requirement_name(requirement) not in NOT_FOR_TESTS
+            and _runs_here(requirement, floor)
         ]
-        directory = path.rpartition("/")[0]
-        for line in lines:
-            if line.startswith(("-r", "--requirement", "-c", "--constraint")):
-                target = line.split(None, 1)[1] if " " in line else line[2:]
-                target = target.strip().lstrip("=")
-                queue.append(f"{directory}/{target}" if directory else target)
+        for included in item.referenced_files:
+            if included in parsed:
+                option = "-c" if included in item.constraint_files else "-r"
+                lines.append(f"{option} {ENV_DIR}/{included}")
+                queue.append(included)
         out[path] = ("\n".join(lines) + "\n").encode()
     return out
 
@@ -536,7 +509,7 @@ def python_recipe(ctx: RecipeContext, detectors: list[Detector] = DETECTORS) -> 
         detect(ctx, draft)
     floor = PYTEST_FLOOR.get(ctx.python or "")
     draft.requirements = [r for r in draft.requirements if _runs_here(r, floor)]
-    if "pytest" not in {_name(r) for r in draft.requirements}:
+    if "pytest" not in {requirement_name(r) for r in draft.requirements}:
         draft.requirements.insert(0, f"pytest>={floor}" if floor else "pytest")
     undated = list(BUILD_TOOLS)
     runner = f"pytest>={floor}" if floor else None
@@ -546,12 +519,14 @@ def python_recipe(ctx: RecipeContext, detectors: list[Detector] = DETECTORS) -> 
     files = _copy_requirement_files(ctx, draft.requirement_files, floor)
     # a package the repository's own requirement files name is theirs to pin: a looser (or
     # newer) spec of ours beside it would only make the resolution fail
-    pinned = {_name(line) for data in files.values() for line in data.decode().splitlines()}
-    ours = [r for r in draft.requirements if _name(r) not in pinned]
+    pinned = {
+        requirement_name(line) for data in files.values() for line in data.decode().splitlines()
+    }
+    ours = [r for r in draft.requirements if requirement_name(r) not in pinned]
     if runner is not None:
         ours.append(runner)  # whatever else names pytest: one that runs here
-    essential = {"pytest", *(_name(r) for r in ctx.facts.dependencies), *draft.plugins}
-    minimal = [r for r in draft.requirements if _name(r) in essential]
+    essential = {"pytest", *(requirement_name(r) for r in ctx.facts.dependencies), *draft.plugins}
+    minimal = [r for r in draft.requirements if requirement_name(r) in essential]
     if runner is not None:
         minimal.append(runner)
     files[REQUIREMENTS_FILE] = ("\n".join(ours) + "\n").encode()
@@ -562,8 +537,8 @@ def python_recipe(ctx: RecipeContext, detectors: list[Detector] = DETECTORS) -> 
         for line in files.get(path, b"").decode().splitlines()
         if not line.startswith("-")
     ]
-    settled = {_name(r) for r in minimal}
-    rest = [r for r in dict.fromkeys([*ours, *from_files]) if _name(r) not in settled]
+    settled = {requirement_name(r) for r in minimal}
+    rest = [r for r in dict.fromkeys([*ours, *from_files]) if requirement_name(r) not in settled]
     files[REST_FILE] = "".join(f"{r}\n" for r in rest).encode()
     files[DECLARED_SCRIPT] = DECLARED_REQUIREMENTS.encode()
     files[UV_CONFIG] = (
@@ -578,7 +553,8 @@ def python_recipe(ctx: RecipeContext, detectors: list[Detector] = DETECTORS) -> 
     if rebuild:
         # the build tools of a rebuild in the sandbox, which has no network (today's: they
         # build old sources fine)
-        tools = "setuptools wheel" + (" cython" if any(".pyx" in s for s in ctx.names) else "")
+        cython = any(source.endswith(".pyx") for source in ctx.facts.extension_sources)
+        tools = "setuptools wheel" + (" cython" if cython else "")
         env_commands.append(f"env -u UV_EXCLUDE_NEWER {UV} {tools}")
     install: list[str] = []
     if draft.installable:

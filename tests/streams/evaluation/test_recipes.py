@@ -382,3 +382,26 @@ def test_a_pr_older_than_its_pythons_pytest_floor_gets_that_series_undated() -> 
     (recipe, *_), _ = recipes_of({"setup.py": SETUP_PY}, created="2022-06-01")
     assert "pytest" not in recipe.dependency_files["uv.toml"].decode()  # only build tools
     assert ("UV_CONFIG_FILE", "/opt/swe-env/uv.toml") in recipe.environment
+
+
+def test_a_nox_test_session_adds_its_installs() -> None:
+    noxfile = (
+        "import nox\n\n\n@nox.session(python=['3.9', '3.11'])\ndef tests(session):\n"
+        "    session.install('-e', '.[speed]', 'freezegun', '-r', 'requirements/ci.txt')\n"
+        "    session.run('pytest')\n"
+    )
+    (recipe, *_), _ = recipes_of(
+        {
+            "pyproject.toml": "[build-system]\nrequires = ['setuptools']\n"
+            "build-backend = 'setuptools.build_meta'\n[project]\nname = 'pkg'\n"
+            "[project.optional-dependencies]\nspeed = ['ujson']\n",
+            "noxfile.py": noxfile,
+            "requirements/ci.txt": "hypothesis\n",
+            "pkg/__init__.py": "",
+        },
+        created="2025-06-01",
+    )
+    assert recipe.python == "3.11"  # the newest the sessions name
+    assert {"freezegun", "ujson"} <= set(requirements(recipe)) and "nox:tests" in recipe.sources
+    assert recipe.dependency_files["requirements/ci.txt"] == b"hypothesis\n"
+    assert recipe.install_commands[0].endswith("-e '.[speed]'")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from schemas import ValidatedTask
-from streams.evaluation.validator import TESTS_SKIPPED
+from streams.evaluation.validator import REBUILD_FAILED, TESTS_SKIPPED
 from tests.streams.evaluation.setups import calc_files, validate
 
 pytestmark = pytest.mark.docker
@@ -125,3 +125,21 @@ async def test_a_fix_to_a_c_extension_is_rebuilt_before_the_tests(
     assert isinstance(task, ValidatedTask) and task.install_config is not None
     assert task.FAIL_TO_PASS == ["tests/test_fast.py::test_add"]
     assert {"gcc", "python3-dev"} <= set(task.install_config.system_packages)
+
+
+async def test_a_fix_whose_extension_does_not_build_is_rebuild_failed(
+    tmp_path: Path, docker_client: Any, python_images: dict[str, str]
+) -> None:
+    base = {
+        "setup.py": EXTENSION_SETUP,
+        "calc/__init__.py": "",
+        "calc/_fast.c": FAST_C,
+        "tests/test_fast.py": FAST_TESTS,
+    }
+    pr: dict[str, str | None] = {
+        "calc/_fast.c": FAST_C.replace("a - b", "a + b +"),  # a syntax error
+        "tests/test_fast.py": FAST_TESTS + FAST_ADD,
+    }
+    outcome = await validate(tmp_path, docker_client, python_images, base, pr, attempts=1)
+    assert (outcome.status, outcome.reason) == ("rejected", REBUILD_FAILED)
+    assert outcome.detail is not None and "build_ext --inplace` exited 1" in outcome.detail
