@@ -77,7 +77,7 @@ def harness_result(
     request: HarnessRequest, evaluation: TaskEvaluation, pipeline_version: int
 ) -> HarnessResult:
     def statuses(commands: list[CommandResult]) -> dict[str, Any]:
-        return {c.command: "passed" if c.passed else "failed" for c in commands}
+        return {c.command: c.status or ("passed" if c.passed else "failed") for c in commands}
 
     status: HarnessStatus = evaluation.status
     return HarnessResult(
@@ -89,7 +89,9 @@ def harness_result(
         status=status,
         agent_time_seconds=evaluation.agent_duration_secs,
         test_time_seconds=round(
-            sum(c.duration_ms for c in evaluation.fail_to_pass + evaluation.pass_to_pass) / 1000, 3
+            sum(c.duration_ms for c in evaluation.fail_to_pass + evaluation.pass_to_pass) / 1000
+            + sum(run.seconds for run in evaluation.test_runs if run.phase == "grading"),
+            3,
         ),
         fail_to_pass=statuses(evaluation.fail_to_pass),
         pass_to_pass=statuses(evaluation.pass_to_pass),

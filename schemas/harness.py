@@ -17,6 +17,7 @@ __all__ = [
     "HarnessResult",
     "HarnessStatus",
     "TaskEvaluation",
+    "TestRun",
 ]
 
 HarnessStatus = Literal[
@@ -93,6 +94,26 @@ class CommandResult(BaseModel):
     duration_ms: int = Field(ge=0)
     stdout: str = ""
     stderr: str = ""
+    status: TestStatus | None = Field(
+        None, description="the test's status in a graded run of its files (None: run alone)"
+    )
+
+
+class TestRun(BaseModel):
+    """One run of a task's test files, from which every check it holds was graded."""
+
+    __test__: ClassVar[bool] = False  # a record, not a pytest test class
+    model_config = ConfigDict(extra="forbid")
+
+    phase: Literal["sanity", "grading"]
+    command: str
+    exit_code: int = Field(description="-1 when it was killed at its timeout")
+    seconds: float = Field(ge=0)
+    tests: int = Field(ge=0, description="tests the run reported (any status)")
+    contradiction: str | None = Field(
+        None, description="how the exit code contradicts the statuses (None: it agrees)"
+    )
+    output: str = ""
 
 
 class TaskEvaluation(BaseModel):
@@ -111,6 +132,7 @@ class TaskEvaluation(BaseModel):
     agent_output: str = ""
     error: str | None = None
     container_id: str | None = None
+    test_runs: list[TestRun] = Field(default_factory=list)
 
 
 class HarnessReport(BaseModel):

@@ -53,6 +53,14 @@ class ValidationReport(SubRecord):
     test_seconds: NonNegativeFloat = Field(
         default=0.0, description="Time the test commands themselves took, all runs."
     )
+    exit_codes: list[int | None] = Field(
+        default_factory=list,
+        description="Each run's test command exit code, in order (before-runs, then after).",
+    )
+    contradictions: list[str] = Field(
+        default_factory=list,
+        description="Runs whose exit code contradicts their per-test statuses, and how.",
+    )
 
     def fail_to_pass(self) -> list[str]:
         """Tests that fail (or error) before the fix and pass after it."""

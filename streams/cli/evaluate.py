@@ -97,12 +97,29 @@ def _register_harness(commands: Commands, common: argparse.ArgumentParser) -> No
     )
     harness.add_argument("--agent-timeout", type=float, default=600.0, help="seconds (600)")
     harness.add_argument(
-        "--test-timeout", type=float, default=120.0, help="seconds per check command (120)"
+        "--test-timeout",
+        type=float,
+        default=120.0,
+        help="seconds per check (120); a run of a task's test files gets this per check it grades",
+    )
+    harness.add_argument(
+        "--isolate-tests",
+        action="store_true",
+        help="run every check command alone (one test process per test id, slow) instead of "
+        "grading them all from one run of the task's test files",
     )
     harness.add_argument(
         "--docker-image", help="base image of the environments (docker.base_image)"
     )
-    harness.add_argument("--parallel", type=int, default=1, help="evaluations at once")
+    harness.add_argument(
+        "-j",
+        "--workers",
+        "--parallel",
+        dest="parallel",
+        type=int,
+        default=1,
+        help="tasks evaluated at once (1)",
+    )
     harness.add_argument(
         "--keep-containers",
         action="store_true",
@@ -159,6 +176,7 @@ def cmd_harness(args: argparse.Namespace, settings: Settings) -> int:
         agent_env={name: os.environ[name] for name in args.agent_env},
         keep_containers=args.keep_containers,
         output_dir=args.output,
+        isolate_tests=args.isolate_tests,
     )
 
     metrics.serve_metrics(args.metrics_port)

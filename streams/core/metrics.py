@@ -152,6 +152,10 @@ VALIDATION_RUN_SECONDS = Histogram(
     "Time of one run of a task's test command in its sandbox",
     buckets=(0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900),
 )
+TEST_EXIT_CONTRADICTIONS = Counter(
+    "swe_stream_test_exit_contradictions_total",
+    "Test runs whose exit code contradicts their per-test statuses (validation and harness)",
+)
 
 
 TESTGEN_TURNS = Histogram(

@@ -25,6 +25,33 @@ class Run:
     exit_code: int | None = None
     output: str = ""  # the tail of what it printed (for a reason's detail)
 
+    @property
+    def contradiction(self) -> str | None:
+        """What the exit code says against the statuses (``exit_code_contradiction``)."""
+        return exit_code_contradiction(self.exit_code, self.statuses, self.timed_out)
+
+
+def exit_code_contradiction(
+    exit_code: int | None, statuses: dict[str, TestStatus], timed_out: bool = False
+) -> str | None:
+    """Why a run's exit code contradicts its per-test statuses, or None when it agrees.
+
+    The statuses decide grading (they come from the runner's report and log); the exit code is
+    the runner's own summary. They disagree when the parser missed a failure (exit code 1,
+    every parsed test passed: a failure in a fixture's teardown, a crash after the report, a
+    coverage threshold) or read a failure that the runner did not count (exit code 0 with
+    failing tests). A run killed at its timeout, or without statuses, has nothing to
+    contradict (those are judged elsewhere).
+    """
+    if exit_code is None or timed_out or not statuses:
+        return None
+    failing = sum(1 for status in statuses.values() if status in ("failed", "error"))
+    if exit_code == 0 and failing:
+        return f"exit code 0, but {failing} of {len(statuses)} tests failed or errored"
+    if exit_code != 0 and not failing:
+        return f"exit code {exit_code}, but none of {len(statuses)} tests failed"
+    return None
+
 
 @dataclass
 class Verdict:

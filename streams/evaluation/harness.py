@@ -5,8 +5,9 @@ Evaluates a coding agent on exported tasks in Docker, grading its patch as SWE-b
 
 1. **setup**: the task's images (validate's three layers, built when missing); a failure is
    ``setup_error``;
-2. **sanity**: in a fresh container with the hidden test patch applied, every FAIL_TO_PASS
-   check must fail and every PASS_TO_PASS check pass, else ``sanity_fail``;
+2. **sanity**: in a fresh container with the hidden test patch applied, one run of the test
+   files (as in grading): every FAIL_TO_PASS check must fail and every PASS_TO_PASS check
+   pass, else ``sanity_fail``;
 3. **the agent**: a fresh container of the instance image (``/testbed``, a git repository at
    the base commit, is the working directory) with the agent directory mounted read-only at
    ``/agent``, the prompt in ``/run/swe-stream/prompt.md`` and in ``$SWE_PROMPT``, no network
@@ -16,9 +17,12 @@ Evaluates a coding agent on exported tasks in Docker, grading its patch as SWE-b
    nothing of the host's but the variables named (``--agent-env``). A crash or a timeout is
    ``agent_error``. What it changed (``git diff`` against the base commit) is its patch;
 4. **grading**: in a fresh container, the agent's patch, then the hidden tests (never seen by
-   the agent), then every check command: all pass is ``resolved``, else ``unresolved``; a check
-   that cannot run at all (command not found, pytest usage or internal error) is
-   ``test_error``.
+   the agent), then one run of the task's test files, as SWE-bench runs them: every
+   FAIL_TO_PASS and PASS_TO_PASS id is graded from that run's statuses (the runner's report,
+   then its log), all passed is ``resolved``, else ``unresolved``; a run that cannot start
+   (usage or internal error, command not found) is ``test_error``. The run's exit code is kept
+   beside the statuses, and a contradiction between them is flagged (``TestRun``). Tasks whose
+   ids do not name their files, or ``isolate_tests``, run each check command alone instead.
 
 Every container is removed (also on timeout and Ctrl-C) unless ``keep_containers``. Per task
 the output directory gets ``report.json`` (SWE-bench's shape), ``model.patch`` and the logs.
@@ -31,26 +35,29 @@ import json
 import logging
 import os
 import re
-import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from schemas.harness import CommandResult, HarnessReport, HarnessStatus, TaskEvaluation
+from schemas.harness import CommandResult, HarnessReport, HarnessStatus, TaskEvaluation, TestRun
+from schemas.tasks import TestStatus
 from schemas.workspace import TaskWorkspace
 from streams.core import metrics
+from streams.evaluation.grading import Run
 from streams.evaluation.sandbox import KILLED, Limits, Sandbox, remove_labelled
 from streams.evaluation.taskdir import WORKSPACE, load_workspace
 from streams.evaluation.validator import (
     PATCH_DIR,
+    RUN_VARIABLES,
     Environment,
     ValidationFailed,
     Validator,
     apply_patch,
     rebuild_after,
     task_environment,
+    test_command,
 )
 
 log = logging.getLogger("swe_stream.harness")
@@ -88,22 +95,56 @@ class HarnessOptions:
     keep_containers: bool = False
     output_dir: Path | None = None  # report.json, model.patch and logs per task
     run_id: str = field(default_factory=lambda: f"{os.getpid()}-{time.time_ns()}")
+    # every check in a container of its own run (slow: one runner process per test id)
+    isolate_tests: bool = False
 
 
 def truncated(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "... [truncated]"
 
 
-def check_commands(task: TaskWorkspace, environment: Environment) -> tuple[list[str], list[str]]:
-    """The task's check commands; derived from its test ids when it carries none."""
+@dataclass(frozen=True)
+class Checks:
+    """What grading runs: the task's check commands (checks.txt), and, when its test ids name
+    their files, those files, run once and graded per id from that run's statuses."""
+
+    fail_to_pass: list[str]  # commands, one per FAIL_TO_PASS test
+    pass_to_pass: list[str]
+    fail_to_pass_ids: list[str]
+    pass_to_pass_ids: list[str]
+    files: list[str]  # empty: every command runs alone
+
+    @property
+    def one_run(self) -> bool:
+        return bool(self.files)
+
+
+def task_checks(task: TaskWorkspace, environment: Environment, isolate: bool = False) -> Checks:
+    """The task's checks; its commands derived from its test ids when it carries none. Graded
+    from one run of the test files unless ``isolate``, or an id names no file (a check
+    command of somebody else's making, or a test id of another runner)."""
+    f2p_ids, p2p_ids = list(task.FAIL_TO_PASS), list(task.PASS_TO_PASS)
     if task.fail_to_pass:
-        return list(task.fail_to_pass), list(task.pass_to_pass)
-    base = environment.recipe.test_command
+        f2p, p2p = list(task.fail_to_pass), list(task.pass_to_pass)
+    else:
+        base = environment.recipe.test_command
+        f2p = [test_command(base, [t]) for t in f2p_ids]
+        p2p = [test_command(base, [t]) for t in p2p_ids]
+    ids = f2p_ids + p2p_ids
+    files = sorted({file_of(t) for t in ids})
+    one_run = (
+        not isolate
+        and bool(ids)
+        and len(f2p_ids) == len(f2p)
+        and len(p2p_ids) == len(p2p)
+        and all("::" in t and file_of(t) for t in ids)
+    )
+    return Checks(f2p, p2p, f2p_ids, p2p_ids, files if one_run else [])
 
-    def command(test: str) -> str:
-        return f"{base} {shlex.quote(test)}"
 
-    return [command(t) for t in task.FAIL_TO_PASS], [command(t) for t in task.PASS_TO_PASS]
+def file_of(test_id: str) -> str:
+    """The file of a ``path::name`` test id (the whole id when it has no ``::``)."""
+    return test_id.split("::", 1)[0]
 
 
 def run_check(box: Sandbox, command: str, timeout: float) -> CommandResult:
@@ -118,6 +159,25 @@ def run_check(box: Sandbox, command: str, timeout: float) -> CommandResult:
     )
 
 
+def graded_checks(commands: list[str], ids: list[str], run: Run) -> list[CommandResult]:
+    """A result per check, from one run's statuses: passed only when its test passed (a test
+    the run did not report is failed)."""
+    exit_code = -1 if run.timed_out else (run.exit_code if run.exit_code is not None else -1)
+    results = []
+    for command, test in zip(commands, ids, strict=True):
+        status: TestStatus = run.statuses.get(test, "failed")
+        results.append(
+            CommandResult(
+                command=command,
+                exit_code=exit_code,
+                passed=status == "passed",
+                duration_ms=0,  # the run's time is the TestRun's
+                status=status,
+            )
+        )
+    return results
+
+
 @dataclass
 class Graded:
     """The checks run in one container: after ``patch`` (if any) and the hidden tests."""
@@ -126,6 +186,7 @@ class Graded:
     fail_to_pass: list[CommandResult]
     pass_to_pass: list[CommandResult]
     seconds: float
+    run: TestRun | None = None  # the one run the checks were graded from, if they were
 
     @property
     def all_pass(self) -> bool:
@@ -133,6 +194,9 @@ class Graded:
 
     @property
     def not_run(self) -> list[CommandResult]:
+        """The checks that could not run at all (the command, not the test, failed)."""
+        if self.run is not None:
+            return (self.fail_to_pass + self.pass_to_pass) if self.run.exit_code in NOT_RUN else []
         return [c for c in self.fail_to_pass + self.pass_to_pass if c.exit_code in NOT_RUN]
 
 
@@ -145,16 +209,12 @@ class HarnessEngine:
         self.limits = limits
 
     def grade(
-        self,
-        environment: Environment,
-        task: TaskWorkspace,
-        patch: str,
-        commands: tuple[list[str], list[str]],
+        self, environment: Environment, task: TaskWorkspace, patch: str, checks: Checks
     ) -> Graded:
         started = time.monotonic()
         labels = {RUN_LABEL: self.options.run_id}
         limits = self.contained(network=False)  # the agent's patch runs here (conftest.py...)
-        with environment.sandbox(limits, {"PYTHONUNBUFFERED": "1"}, labels=labels) as box:
+        with environment.sandbox(limits, RUN_VARIABLES, labels=labels) as box:
             if patch.strip():
                 box.put_file(f"{PATCH_DIR}/model.patch", patch)
                 if not apply_patch(box, f"{PATCH_DIR}/model.patch"):
@@ -165,9 +225,29 @@ class HarnessEngine:
                 if not apply_patch(box, f"{PATCH_DIR}/test.patch"):
                     raise ValidationFailed("test_patch_does_not_apply")
             timeout = self.options.test_timeout_seconds
-            f2p = [run_check(box, c, timeout) for c in commands[0]]
-            p2p = [run_check(box, c, timeout) for c in commands[1]]
-        return Graded(True, f2p, p2p, time.monotonic() - started)
+            if not checks.one_run:
+                f2p = [run_check(box, c, timeout) for c in checks.fail_to_pass]
+                p2p = [run_check(box, c, timeout) for c in checks.pass_to_pass]
+                return Graded(True, f2p, p2p, time.monotonic() - started)
+            # the budget the checks would have had one by one
+            budget = timeout * (len(checks.fail_to_pass) + len(checks.pass_to_pass))
+            command = test_command(environment.recipe.test_command, checks.files)
+            run = self.validator.run_tests(box, command, environment.recipe.test_runner, budget)
+        return Graded(
+            True,
+            graded_checks(checks.fail_to_pass, checks.fail_to_pass_ids, run),
+            graded_checks(checks.pass_to_pass, checks.pass_to_pass_ids, run),
+            time.monotonic() - started,
+            TestRun(
+                phase="grading" if patch.strip() else "sanity",
+                command=command,
+                exit_code=-1 if run.timed_out or run.exit_code is None else run.exit_code,
+                seconds=round(run.seconds, 3),
+                tests=len(run.statuses),
+                contradiction=run.contradiction,
+                output=truncated(run.output, OUTPUT_CHARS),
+            ),
+        )
 
     def contained(self, network: bool) -> Limits:
         """The limits of a container that runs the agent's code: its writes go to tmpfs,
@@ -275,7 +355,7 @@ class HarnessEngine:
     ) -> None:
         """Sanity, the agent, grading, each only when the one before it went well; what ran is
         in ``phases`` (and its durations and output in ``result``)."""
-        commands = check_commands(task, environment)
+        commands = task_checks(task, environment, self.options.isolate_tests)
         phases.sanity = self.grade(environment, task, "", commands)
         metrics.HARNESS_PHASE_SECONDS.labels(phase="test").observe(phases.sanity.seconds)
         result.sanity_check = sanity_passed(phases.sanity)
@@ -297,6 +377,9 @@ class HarnessEngine:
         self, result: TaskEvaluation, task: TaskWorkspace | None, started: float, phases: Phases
     ) -> TaskEvaluation:
         result.total_duration_secs = round(time.monotonic() - started, 1)
+        result.test_runs = [
+            graded.run for graded in (phases.sanity, phases.graded) if graded and graded.run
+        ]
         metrics.HARNESS_EVALUATIONS.labels(status=result.status).inc()
         if self.options.output_dir is not None:
             output_dir = self.options.output_dir

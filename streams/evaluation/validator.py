@@ -81,6 +81,10 @@ APPLY_COMMANDS = (
 
 
 RUN_VARIABLES = {"PYTHONUNBUFFERED": "1"}
+# One exec argument is at most 128 KiB (MAX_ARG_STRLEN): a longer test command (thousands of
+# test files) runs from a script file, whose words the shell hands to the runner as argv
+SCRIPT_AFTER_CHARS = 32_000
+TEST_SCRIPT = f"{PATCH_DIR}/run-tests.sh"
 
 
 @dataclass(frozen=True)
@@ -372,7 +376,7 @@ class Validator:
             box.put_file(f"{PATCH_DIR}/test.patch", test_patch)
             if test_patch.strip() and not self._apply(box, f"{PATCH_DIR}/test.patch"):
                 raise ValidationFailed(TEST_PATCH_FAILS)
-            statuses = self._run(box, command, environment.recipe.test_runner).statuses
+            statuses = self.run_tests(box, command, environment.recipe.test_runner).statuses
         return Evaluation(
             True, {t: statuses.get(t, "error") for t in tests}, fail_to_pass, pass_to_pass
         )
@@ -395,11 +399,11 @@ class Validator:
             if not self._apply(box, f"{PATCH_DIR}/test.patch"):
                 raise ValidationFailed(TEST_PATCH_FAILS)
             runner = environment.recipe.test_runner
-            befores = [self._run(box, command, runner) for _ in range(before_runs)]
+            befores = [self.run_tests(box, command, runner) for _ in range(before_runs)]
             if not self._apply(box, f"{PATCH_DIR}/fix.patch"):
                 raise ValidationFailed(PATCH_FAILS)
             rebuild_after(box, environment.recipe, fix)
-            afters = [self._run(box, command, runner) for _ in range(self.settings.runs)]
+            afters = [self.run_tests(box, command, runner) for _ in range(self.settings.runs)]
         runs = [*befores, *afters]
         verdict = judge(befores, afters)
         report = ValidationReport(
@@ -411,6 +415,10 @@ class Validator:
             flaky=verdict.flaky,
             timed_out=sorted({r.hung_test for r in runs if r.hung_test}),
             test_seconds=round(sum(r.seconds for r in runs), 3),
+            exit_codes=[r.exit_code for r in runs],
+            contradictions=[
+                f"run {n}: {r.contradiction}" for n, r in enumerate(runs, 1) if r.contradiction
+            ],
         )
         fail_to_pass, pass_to_pass = report.fail_to_pass(), report.pass_to_pass()
         if not fail_to_pass:
@@ -469,12 +477,20 @@ class Validator:
     def _apply(self, box: Sandbox, path: str) -> bool:
         return apply_patch(box, path)
 
-    def _run(self, box: Sandbox, command: str, runner: str) -> Run:
+    def run_tests(
+        self, box: Sandbox, command: str, runner: str, timeout: float | None = None
+    ) -> Run:
+        """One run of ``command`` in ``box`` (killed at ``timeout``, default
+        ``validation.test_timeout_seconds``): per-test statuses from ``runner``'s report and
+        log, the exit code, and whether the two contradict each other (logged, counted)."""
         parser = log_parser(runner)
         report = REPORTS.get(parser.report or "")
         if report is not None:
             command = f"rm -f {report.path}; {command} {report.arguments}"
-        result = box.run(command, timeout=self.settings.test_timeout_seconds)
+        if len(command) > SCRIPT_AFTER_CHARS:
+            box.put_file(TEST_SCRIPT, command + "\n")
+            command = f"sh {TEST_SCRIPT}"
+        result = box.run(command, timeout=timeout or self.settings.test_timeout_seconds)
         metrics.VALIDATION_RUN_SECONDS.observe(result.inner_seconds)
         statuses = parser.parse(result.output)
         if report is not None and parser.report is not None:
@@ -482,7 +498,7 @@ class Validator:
         hung = parser.running_when_killed(result.output) if result.timed_out else None
         if hung:
             statuses[hung] = "error"
-        return Run(
+        run = Run(
             statuses,
             result.inner_seconds,
             result.timed_out,
@@ -490,6 +506,10 @@ class Validator:
             exit_code=result.exit_code,
             output=tail(result.output, 4 * TAIL_CHARS),
         )
+        if run.contradiction:
+            metrics.TEST_EXIT_CONTRADICTIONS.inc()
+            log.warning("test run contradicts itself: %s (%s)", run.contradiction, command[:200])
+        return run
 
     @staticmethod
     def _report(box: Sandbox, kind: str, path: str) -> dict[str, TestStatus] | None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from streams.evaluation.grading import Evaluation, Run, judge
+from schemas.tasks import TestStatus
+from streams.evaluation.grading import Evaluation, Run, exit_code_contradiction, judge
 
 
 @pytest.mark.unit
@@ -60,3 +61,29 @@ def test_patches_to_compiled_sources_are_told_apart() -> None:
     py_patch = "diff --git a/pkg/speedups.py b/pkg/speedups.py\n--- a/pkg/speedups.py\n"
     assert touches_compiled_sources(py_patch + c_patch)
     assert not touches_compiled_sources(py_patch)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("exit_code", "statuses", "timed_out", "expected"),
+    [
+        (0, {"t::a": "passed", "t::b": "skipped"}, False, None),
+        (1, {"t::a": "passed", "t::b": "failed"}, False, None),
+        (2, {"t::a": "error"}, False, None),  # a collection error: pytest's 2, and an error
+        (1, {"t::a": "passed", "t::b": "skipped"}, False, "exit code 1, but none of 2 tests"),
+        (0, {"t::a": "passed", "t::b": "failed"}, False, "exit code 0, but 1 of 2 tests"),
+        (137, {"t::a": "passed"}, True, None),  # killed at its timeout: judged elsewhere
+        (4, {}, False, None),  # no statuses: nothing to contradict
+        (None, {"t::a": "failed"}, False, None),
+    ],
+)
+def test_an_exit_code_that_contradicts_the_statuses_is_named(
+    exit_code: int | None, statuses: dict[str, TestStatus], timed_out: bool, expected: str | None
+) -> None:
+    found = exit_code_contradiction(exit_code, statuses, timed_out)
+    if expected is None:
+        assert found is None
+    else:
+        assert found is not None and found.startswith(expected)
+    run = Run(statuses, 1.0, timed_out, exit_code=exit_code)
+    assert run.contradiction == found

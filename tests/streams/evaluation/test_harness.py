@@ -49,6 +49,13 @@ def test_a_gold_agent_resolves_the_task(
     assert (result.status, result.sanity_check, result.error) == ("resolved", True, None)
     assert [c.passed for c in result.fail_to_pass] == [True]
     assert len(result.pass_to_pass) == len(workspace.PASS_TO_PASS) >= 2
+    # graded from one run of the test files per phase, not a test process per check
+    assert [(run.phase, run.exit_code) for run in result.test_runs] == [
+        ("sanity", 1),
+        ("grading", 0),
+    ]
+    assert all(run.tests >= 3 and run.contradiction is None for run in result.test_runs)
+    assert {c.status for c in result.pass_to_pass} == {"passed"}
     out = tmp_path / "results" / TASK
     assert (out / "model.patch").read_text().count("(fahrenheit - 32) * 5 / 9") == 1
     report = json.loads((out / "report.json").read_text())[workspace.instance_id]
@@ -218,6 +225,50 @@ def test_evaluate_all_reports_each_task_once(
         )
     )
     assert report.total == 2 and report.unresolved == 2 and seen == ["unresolved"] * 2
+
+
+def test_tasks_evaluated_at_once_get_the_statuses_they_get_one_at_a_time(
+    made: Any, docker_client: Any, base_image: str, tmp_path: Path
+) -> None:
+    root, _, workspace = made
+    tasks = []
+    for letter in "abcd":
+        data = yaml.safe_load((root / "tasks" / TASK / "workspace.yaml").read_text())
+        data["id"] = f"{TASK}-{letter}"
+        tasks.append(tmp_path / "tasks" / data["id"])
+        shutil.copytree(root / "tasks" / TASK, tasks[-1])
+        (tasks[-1] / "workspace.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    # the agent fixes tasks a and c, breaks b's passing tests, leaves d alone
+    script = (
+        'case "$SWE_TASK_ID" in\n'
+        "  *-a|*-c) git apply /agent/fix.patch ;;\n"
+        "  *-b) echo 'raise RuntimeError(\"broken by the agent\")' > units/__init__.py ;;\n"
+        "esac\n"
+    )
+    directory = agent_dir(tmp_path, workspace, script)
+    seen = {}
+    for parallel in (1, 4):
+        engine = engine_for(
+            made, docker_client, base_image, tmp_path / f"p{parallel}",
+            agent_dir=directory, agent_command="bash /agent/run.sh",
+        )  # fmt: skip
+        report = asyncio.run(evaluate_all(engine, tasks, parallel=parallel))
+        seen[parallel] = {
+            r.task_id: (
+                r.status,
+                [(c.command, c.status) for c in r.fail_to_pass + r.pass_to_pass],
+                [(run.phase, run.exit_code, run.tests) for run in r.test_runs],
+            )
+            for r in report.results
+        }
+    assert seen[1] == seen[4]
+    statuses = {task: shown[0] for task, shown in seen[1].items()}
+    assert statuses == {
+        f"{TASK}-a": "resolved",
+        f"{TASK}-b": "unresolved",
+        f"{TASK}-c": "resolved",
+        f"{TASK}-d": "unresolved",
+    }
 
 
 def test_evaluations_of_one_task_at_once_each_drop_their_own_images(

@@ -3,10 +3,24 @@
 
 from __future__ import annotations
 
+import shlex
+from typing import Any, cast
+
 import pytest
 
-from schemas.harness import CommandResult
-from streams.evaluation.harness import AgentRun, Graded, Phases, sanity_passed, status_of
+from schemas.harness import CommandResult, TestRun
+from schemas.workspace import TaskWorkspace
+from streams.evaluation.environments import InstallRecipe
+from streams.evaluation.grading import Run
+from streams.evaluation.harness import (
+    AgentRun,
+    Graded,
+    Phases,
+    graded_checks,
+    sanity_passed,
+    status_of,
+    task_checks,
+)
 from streams.evaluation.sandbox import KILLED
 
 TIMEOUT = 600.0
@@ -186,3 +200,85 @@ def test_the_patch_is_the_agents() -> None:
     assert Phases(sanity=GOOD_SANITY).patch == ""
     assert Phases(sanity=GOOD_SANITY, agent=agent(patch=PATCH)).patch == PATCH
     assert Phases(sanity=GOOD_SANITY, agent=agent(exit_code=1, patch="")).patch == ""
+
+
+def workspace(f2p: list[str], p2p: list[str], commands: bool = True) -> TaskWorkspace:
+    base = "python -m pytest -rA"
+    return TaskWorkspace.model_validate(
+        {
+            "id": "o-r-1",
+            "repo": "o/r",
+            "instance_id": "o__r-1",
+            "base_commit": "a" * 40,
+            "patch": PATCH,
+            "test_patch": PATCH,
+            "prompt": "fix it",
+            "problem_statement": "fix it",
+            "created_at": "2024-01-01T00:00:00Z",
+            "number": 1,
+            "FAIL_TO_PASS": f2p,
+            "PASS_TO_PASS": p2p,
+            "fail_to_pass": [f"{base} {shlex.quote(t)}" for t in f2p] if commands else [],
+            "pass_to_pass": [f"{base} {shlex.quote(t)}" for t in p2p] if commands else [],
+        }
+    )
+
+
+class FakeEnvironment:
+    """What ``task_checks`` reads of an environment: its recipe's test command."""
+
+    recipe = InstallRecipe(language="Python", test_command="python -m pytest -rA")
+
+
+ODD = [
+    "tests/test_x.py::test_text[a b]",
+    "tests/test_x.py::test_text[x[y]]",
+    "tests/test_x.py::test_text[semi;colon 'quoted']",
+    "tests/sub dir/test_y.py::TestY::test_it[ü-1]",
+]
+
+
+@pytest.mark.unit
+def test_checks_of_odd_ids_are_graded_from_one_run_of_their_files() -> None:
+    task = workspace(ODD[:1], ODD[1:])
+    for environment_commands in (True, False):
+        task = workspace(ODD[:1], ODD[1:], commands=environment_commands)
+        checks = task_checks(task, cast(Any, FakeEnvironment()))
+        assert checks.one_run
+        assert checks.files == ["tests/sub dir/test_y.py", "tests/test_x.py"]
+        assert checks.fail_to_pass_ids == ODD[:1] and checks.pass_to_pass_ids == ODD[1:]
+        assert len(checks.pass_to_pass) == 3  # a command per check, kept for checks.txt
+        # every command names its id as one shell word
+        assert [shlex.split(c)[-1] for c in checks.pass_to_pass] == ODD[1:]
+    assert not task_checks(task, cast(Any, FakeEnvironment()), isolate=True).one_run
+
+
+@pytest.mark.unit
+def test_checks_that_do_not_name_their_files_run_alone() -> None:
+    # ids of another runner, and check commands that do not match the ids one to one
+    assert not task_checks(workspace(["test_a (m.C)"], []), cast(Any, FakeEnvironment())).one_run
+    task = workspace(ODD[:1], ODD[1:]).model_copy(update={"pass_to_pass": ["make check"]})
+    assert not task_checks(task, cast(Any, FakeEnvironment())).one_run
+
+
+@pytest.mark.unit
+def test_checks_graded_from_one_run_take_each_tests_status() -> None:
+    run = Run({ODD[0]: "passed", ODD[1]: "failed", ODD[2]: "skipped"}, 2.0, False, exit_code=1)
+    results = graded_checks(["c0", "c1", "c2", "c3"], ODD, run)
+    assert [(r.status, r.passed, r.exit_code) for r in results] == [
+        ("passed", True, 1),
+        ("failed", False, 1),
+        ("skipped", False, 1),
+        ("failed", False, 1),  # not reported by the run: failed
+    ]
+    killed = Run({ODD[0]: "passed"}, 2.0, True, exit_code=137)
+    assert graded_checks(["c0"], ODD[:1], killed)[0].exit_code == -1
+
+
+@pytest.mark.unit
+def test_a_run_that_could_not_start_makes_every_check_not_run() -> None:
+    results = [check(F2P, passed=False, exit_code=4)]
+    run = TestRun(phase="grading", command="pytest x", exit_code=4, seconds=0.1, tests=0)
+    assert Graded(True, results, [], 1.0, run).not_run == results
+    ran = run.model_copy(update={"exit_code": 1})
+    assert Graded(True, results, [], 1.0, ran).not_run == []
