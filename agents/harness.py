@@ -45,8 +45,10 @@ class HarnessHandler:
         limits: Limits,
         pipeline_version: int,
         output_dir: Path | None = None,
+        isolate_tests: bool = False,
     ):
         self.tasks_dir = tasks_dir
+        self.isolate_tests = isolate_tests
         self.validator = validator
         self.limits = limits
         self.pipeline_version = pipeline_version
@@ -64,6 +66,7 @@ class HarnessHandler:
             output_dir=_request_dir(self.output_dir, request.request_id)
             if self.output_dir
             else None,
+            isolate_tests=self.isolate_tests,
         )
         engine = HarnessEngine(self.validator, options, self.limits)
         task_dir = self.tasks_dir / task_dir_name(request.instance_id)
@@ -138,7 +141,9 @@ def harness_stages(
     pipeline_version: int,
 ) -> list[Stage[Any]]:
     """``harness`` (requests) and, with an agent configured, ``harness-exported``."""
-    handler = HarnessHandler(tasks_dir, validator, limits, pipeline_version, settings.output_dir)
+    handler = HarnessHandler(
+        tasks_dir, validator, limits, pipeline_version, settings.output_dir, settings.isolate_tests
+    )
     stages: list[Stage[Any]] = [
         Stage(
             STAGE,

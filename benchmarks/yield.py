@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -42,6 +43,11 @@ from datetime import datetime
 from pathlib import Path
 
 from schemas import LedgerEntry, ValidatedTask
+from streams.core.settings import DockerSettings, validations_for_machine
+from streams.evaluation.environments import LABEL as LAYER_LABEL
+from streams.evaluation.environments import EnvironmentBuilder
+from streams.evaluation.images import base_image_exists
+from streams.evaluation.validator import docker_from_env
 from streams.kafka.broker import EmbeddedBroker
 from streams.kafka.client import read_topic_to_end
 from streams.kafka.topics import VALIDATED
@@ -73,6 +79,8 @@ class Row:
     fail_to_pass: int | None = None
     pass_to_pass: int | None = None
     seconds: float | None = None
+    extracted_at: float | None = None  # Unix time of its extract ledger entry
+    decided_at: float | None = None  # ... of its validate ledger entry
 
     @property
     def tests_ran(self) -> bool:
@@ -127,6 +135,7 @@ def _row(key: str, repo: str, entries: list[LedgerEntry], task: ValidatedTask | 
     entries = sorted(entries, key=lambda e: e.updated_at)
     last = entries[-1]
     validate = [e for e in entries if e.stage == "validate"]
+    before = [e for e in entries if e.stage == "extract"]
     row = Row(
         key,
         repo,
@@ -135,6 +144,8 @@ def _row(key: str, repo: str, entries: list[LedgerEntry], task: ValidatedTask | 
         task is not None,
         last.reason if task is None else None,
         last.detail if task is None else None,
+        extracted_at=before[-1].updated_at.timestamp() if before else None,
+        decided_at=validate[-1].updated_at.timestamp() if validate else None,
     )
     if task is not None:
         config = task.install_config
@@ -148,7 +159,6 @@ def _row(key: str, repo: str, entries: list[LedgerEntry], task: ValidatedTask | 
         if shown:
             row.python, row.recipe = shown[1], shown[2].replace(" ", "")
             row.detail = (last.detail or "")[shown.end() :]
-        before = [e for e in entries if e.stage == "extract"]
         if before:
             row.seconds = round(
                 (validate[-1].updated_at - before[-1].updated_at).total_seconds(), 1
@@ -193,7 +203,9 @@ def print_report(rows: list[Row], corpus: Corpus, seconds: float) -> None:
     print(f"validated: {validated} of {len(rows)} PRs ({share:.0f}%)")
 
 
-def mine_corpus(corpus: Corpus, workdir: Path, concurrency: int = 2) -> tuple[list[Row], float]:
+def mine_corpus(
+    corpus: Corpus, workdir: Path, concurrency: int = 2, package_cache: str | None = None
+) -> tuple[list[Row], float]:
     """Serve ``corpus``, run ``swe-stream mine --once`` on it (an embedded broker of its own),
     and read back a row per PR; the seconds it took."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -203,6 +215,8 @@ def mine_corpus(corpus: Corpus, workdir: Path, concurrency: int = 2) -> tuple[li
         serve_corpus(corpus, workdir / "world") as world,
     ):
         env = pipeline_environment(world.environment(), workdir / "data", concurrency)
+        if package_cache is not None:
+            env["SWE_STREAM_DOCKER_PACKAGE_CACHE"] = package_cache
         command = [
             SWE_STREAM, "mine", "--once", "--bootstrap", broker.bootstrap,
             "--source", str(world.hour_file), "-o", str(workdir / "tasks"),
@@ -214,6 +228,54 @@ def mine_corpus(corpus: Corpus, workdir: Path, concurrency: int = 2) -> tuple[li
             print(f"mine exited {done.returncode}; see {workdir / 'mine.log'}", file=sys.stderr)
         rows = asyncio.run(collect(broker.bootstrap, corpus))
     return rows, time.monotonic() - started
+
+
+def validation_window(rows: list[Row]) -> float | None:
+    """Seconds from the first PR ready for validation (extracted) to the last decided: the
+    time the validate stage worked, without the run's start and end."""
+    starts = [r.extracted_at for r in rows if r.extracted_at is not None]
+    ends = [r.decided_at for r in rows if r.decided_at is not None]
+    return max(ends) - min(starts) if starts and ends and max(ends) > min(starts) else None
+
+
+def concurrencies(text: str) -> list[int]:
+    """``--concurrency``'s values: numbers, and ``default`` for this machine's default."""
+    values = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        if item == "default":
+            values.append(validations_for_machine())
+        elif item.isdigit() and int(item) >= 1:
+            values.append(int(item))
+        else:
+            raise argparse.ArgumentTypeError(f"not a concurrency: {item!r} (a number or default)")
+    if not values:
+        raise argparse.ArgumentTypeError("no concurrency given")
+    return values
+
+
+def forget_environments(since: float) -> int:
+    """Remove the env and instance images built since ``since`` (a Unix time), so that the
+    next run at another concurrency builds what this one built (the tools layers, made before
+    the first run, stay)."""
+    client = docker_from_env()
+    removed = 0
+    for layer in ("instance", "env"):
+        for image in client.api.images(filters={"label": f"{LAYER_LABEL}={layer}"}):
+            if image.get("Created", 0) >= since - 1:
+                with contextlib.suppress(Exception):  # removed meanwhile
+                    client.api.remove_image(image["Id"], force=True)
+                    removed += 1
+    return removed
+
+
+def prepare_tools_layers() -> None:
+    """Every Python's tools layer, built before any timed run."""
+    client = docker_from_env()
+    docker = DockerSettings()
+    builder = EnvironmentBuilder(client, docker.base_image, package_cache=docker.package_cache)
+    for tag in docker.python_images.values():
+        if base_image_exists(client, tag):
+            builder.tools_image(tag)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -228,8 +290,40 @@ def run(args: argparse.Namespace) -> int:
         f"{len(corpus.pull_requests)} PRs; work in {workdir}",
         flush=True,
     )
-    rows, seconds = mine_corpus(corpus, workdir, args.concurrency)
-    print_report(rows, corpus, seconds)
+    prepare_tools_layers()
+    rates: list[tuple[int, int, float]] = []
+    started_at = time.time()
+    for concurrency in args.concurrency:
+        if rates:  # the same work again: the images the last run built are gone
+            forget_environments(started_at)
+        started_at = time.time()
+        print(f"\n== validation concurrency {concurrency} ==", flush=True)
+        workdir_n = workdir / f"concurrency-{concurrency}" if len(args.concurrency) > 1 else workdir
+        # each run starts with an empty package cache of its own
+        cache = f"swe-stream-yield-packages-{os.getpid()}-{concurrency}"
+        try:
+            rows, seconds = mine_corpus(corpus, workdir_n, concurrency, cache)
+        finally:
+            with contextlib.suppress(Exception):
+                docker_from_env().volumes.get(cache).remove(force=True)
+        print_report(rows, corpus, seconds)
+        validated = sum(r.validated for r in rows)
+        rates.append((concurrency, validated, seconds))
+        print(
+            f"validated PRs per hour at concurrency {concurrency}: {validated * 3600 / seconds:.1f}"
+        )
+    if len(rates) > 1:
+        print()
+        for concurrency, validated, seconds in rates:
+            print(
+                f"concurrency {concurrency}: {validated} validated in {seconds / 60:.1f} min, "
+                f"{validated * 3600 / seconds:.1f} per hour"
+            )
+        first, last = rates[0], rates[-1]
+        speedup = (last[1] / last[2]) / (first[1] / first[2]) if first[1] else 0.0
+        print(
+            f"concurrency {last[0]} / concurrency {first[0]}: {speedup:.2f}x validated PRs per hour"
+        )
     out = Path(args.json or workdir / "yield.json")
     out.write_text(
         json.dumps(
@@ -257,7 +351,13 @@ def main(argv: list[str] | None = None) -> int:
         "--json", type=Path, help="write the rows here (default: WORKDIR/yield.json)"
     )
     parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new temp folder)")
-    parser.add_argument("--concurrency", type=int, default=2, help="validations at once (2)")
+    parser.add_argument(
+        "--concurrency",
+        type=concurrencies,
+        default=concurrencies("1,default"),
+        help="validations at once: one run per value, same work, images of the run before "
+        "removed (numbers or default, this machine's; default: 1,default)",
+    )
     return run(parser.parse_args(argv))
 
 

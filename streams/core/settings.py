@@ -47,6 +47,25 @@ WELL_KNOWN_SECRETS: dict[str, tuple[str, str]] = {
 }
 
 
+def machine_memory_bytes() -> int | None:
+    """This machine's memory (None where it cannot be read)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def validations_for_machine(
+    cores: int | None = None, memory_bytes: int | None = None, per_validation_gib: float = 4.0
+) -> int:
+    """How many validations run well at once here: one per core, and as many as the memory
+    holds at ``per_validation_gib`` each (a sandbox's default memory limit), 1 to 8."""
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    memory = memory_bytes if memory_bytes is not None else machine_memory_bytes()
+    by_memory = int(memory / (per_validation_gib * (1 << 30))) if memory else cores
+    return max(1, min(8, cores, by_memory))
+
+
 def split_list(value: Any) -> Any:
     """Lists from the environment or flags: a JSON list, or comma-separated words."""
     if isinstance(value, str):
@@ -269,6 +288,14 @@ class DockerSettings(Section):
     cache_level: Literal["none", "base", "env", "instance"] = Field(
         "env", description="image layers kept after a task (as SWE-bench's --cache_level)"
     )
+    package_cache: str = Field(
+        "swe-stream-packages",
+        description="the Docker volume (or absolute host path) where every image build keeps "
+        "uv's and pip's downloads and built wheels; empty = no cache",
+    )
+    build_step_timeout_seconds: float = Field(
+        3600.0, gt=0, description="an image build step is killed after this long"
+    )
     memory_mb: int = Field(4096, ge=64, description="memory limit of a sandbox container")
     cpus: float = Field(2.0, gt=0)
     pids_limit: int = Field(512, ge=16)
@@ -292,7 +319,13 @@ class ExtractSettings(Section):
 class ValidateSettings(Section):
     runs: int = Field(3, ge=1, description="test runs with the fix (flaky tests are dropped)")
     test_timeout_seconds: float = Field(900.0, gt=0, description="per run of the test command")
-    concurrency: int = Field(2, ge=1, description="validations at once (Docker-heavy)")
+    concurrency: int = Field(
+        default_factory=lambda: validations_for_machine(),
+        ge=1,
+        description="validations at once; default: fitted to this machine's cores and memory "
+        "(one per core, one per 4 GiB, at most 8): an image build waits on the network while "
+        "another PR's tests use the CPU",
+    )
     max_python_attempts: int = Field(
         2, ge=1, description="Pythons tried per PR when installing or collecting fails"
     )
@@ -323,7 +356,14 @@ class HarnessSettings(Section):
     )
     agent_dir: Path | None = None
     agent_timeout_seconds: float = Field(600.0, gt=0)
-    test_timeout_seconds: float = Field(120.0, gt=0)
+    test_timeout_seconds: float = Field(
+        120.0, gt=0, description="per check; one run of a task's test files gets it per check"
+    )
+    isolate_tests: bool = Field(
+        False,
+        description="run every check command alone (a test process per id) instead of grading "
+        "them from one run of the task's test files",
+    )
 
 
 class TestgenSettings(Section):

@@ -2,9 +2,9 @@
 
 1. **base** (``docker.base_image``): an OS with Python and git; built offline by
    ``swe-stream images base`` (debootstrap), or any image with python3 where a registry is
-   reachable;
-2. **env**, per repository and install recipe: a venv with the test runner and the
-   repository's dependency files installed; its tag carries a hash of the recipe, so a second
+   reachable; then **tools**, once per base image: a venv with today's pip and uv;
+2. **env**, per repository and install recipe: the test runner and the repository's
+   dependencies installed in the venv; its tag carries a hash of the recipe, so a second
    task of the same repository (same recipe) reuses it;
 3. **instance**, per task: the env image plus the repository at the base commit (from
    ``git archive`` on the host; no git history, nothing of the fix) and the project installed.
@@ -13,7 +13,8 @@ How to install and test a repository is an ``InstallRecipe``, inferred by
 ``streams.evaluation.recipes`` (or set by a per-repository override).
 ``docker.cache_level`` says which layers stay after a task (``instance`` keeps all, ``env``
 drops instance images, ``base`` drops env images too, ``none`` also the base when it was not
-built offline).
+built offline); tools images are always kept. Images are built by ``image_builds`` (steps run
+in a container that shares the host's package cache, then committed).
 """
 
 from __future__ import annotations
@@ -37,39 +38,32 @@ from pathlib import Path
 from typing import Any
 
 from streams.core import metrics
+from streams.evaluation.image_builds import BuildPlan, ImageBuild, ImageBuildError
 from streams.evaluation.sandbox import OWNER_LABEL, owner_label
 
 log = logging.getLogger("swe_stream.environments")
 
+TOOLS_REPOSITORY = "swe-stream/tools"
 ENV_REPOSITORY = "swe-stream/env"
 INSTANCE_REPOSITORY = "swe-stream/instance"
 LABEL = "org.swe-stream.layer"
 VENV = "/opt/venv"
 TESTBED = "/testbed"
+ENV_DIR = "/opt/swe-env"  # where the env layer gets the recipe's dependency files
+DEFAULT_PACKAGE_CACHE = "swe-stream-packages"  # the Docker volume every build shares
+# the tools layer: a venv, today's pip and uv, and git (registry images such as
+# python:3.12-slim lack it; patches are applied with it)
+TOOLS_STEPS = (
+    "command -v git >/dev/null && command -v patch >/dev/null || (apt-get "
+    "-o Acquire::Check-Valid-Until=false update && apt-get install -y "
+    "--no-install-recommends git patch && rm -rf /var/lib/apt/lists/*)",
+    f"python3 -m venv {VENV}",
+    f"{VENV}/bin/python -m pip install --quiet --upgrade pip uv",
+)
 # The mirrors these images use may serve a suite's Release file after its Valid-Until (a
 # snapshot, testing's short validity): signatures are still checked, the date is not.
 APT_OPTIONS = "-o Acquire::Check-Valid-Until=false"
 _TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-
-
-class ImageBuildError(RuntimeError):
-    """An image could not be built; ``log_tail`` is the tail of the build output, ``step``
-    the Dockerfile instruction that failed (``RUN ...``) and ``layer`` the image's layer."""
-
-    def __init__(self, message: str, log_tail: str = "", step: str = "", layer: str = ""):
-        super().__init__(f"{message}\n{log_tail}" if log_tail else message)
-        self.log_tail = log_tail
-        self.step = step
-        self.layer = layer
-
-
-_STEP = re.compile(r"^Step \d+/\d+ : (?P<step>.*)$", re.MULTILINE)
-
-
-def failed_step(build_log: str) -> str:
-    """The last instruction a classic-builder log started (the one that failed)."""
-    steps = _STEP.findall(build_log)
-    return steps[-1].strip() if steps else ""
 
 
 @dataclass(frozen=True)
@@ -184,26 +178,6 @@ def _build_lock(tag: str) -> Iterator[None]:
         yield
 
 
-def _env_line(variables: tuple[tuple[str, str], ...]) -> str:
-    """A Dockerfile ``ENV`` line of ``variables`` (values quoted as JSON strings, which the
-    Dockerfile parser reads the same way), or nothing."""
-    if not variables:
-        return ""
-    return "ENV " + " ".join(f"{name}={json.dumps(value)}" for name, value in variables) + "\n"
-
-
-def _context(dockerfile: str, files: dict[str, bytes]) -> io.BytesIO:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in {"Dockerfile": dockerfile.encode(), **files}.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mtime = 0  # a reproducible context
-            tar.addfile(info, io.BytesIO(data))
-    buffer.seek(0)
-    return buffer
-
-
 @dataclass
 class BuiltImage:
     tag: str
@@ -218,7 +192,8 @@ DROPPED_LAYERS["none"] = DROPPED_LAYERS["base"]
 
 
 class EnvironmentBuilder:
-    """Builds (or reuses) env and instance images on the Docker engine behind ``client``.
+    """Builds (or reuses) tools, env and instance images on the Docker engine behind ``client``
+    (each by running its steps in a container and committing it: ``image_builds``).
 
     An image the cache level drops after its task belongs to the one build that made it (its
     tag names the process and the build; its owner label, the process): another worker on the
@@ -227,21 +202,28 @@ class EnvironmentBuilder:
     other. Kept layers share one tag, so everyone reuses them; one process of a host builds a
     missing one while the others wait for it.
 
-    No build consults the engine's build cache (``nocache``): reuse is by tag. A step taken
-    from the cache would stand on another build's steps, and removing an image deletes the
-    untagged steps under it ("imagedb/content/sha256/...: no such file or directory" in a
-    build whose steps another process's build had made). And the classic builder's cache
-    probe lists the parent image's children and then reads each one: a child removed in
-    between (another build dropping its layer) fails the whole build with
-    ``unable to find image "sha256:..."``. With 150 children on the parent and three
-    processes building and dropping layers on it, 6 of 348 builds failed that way here (and
-    0 of 345 without the cache).
+    The layers are ordered so that what changes least is built least often: the **tools**
+    layer (a venv with today's pip and uv) once per base image, for every repository; the
+    **env** layer per repository and dependency set, reused by the repository's later PRs
+    while their dependency files stay the same; the **instance** layer per task. Every build
+    shares the host's package cache (``package_cache``, a Docker volume): what one build
+    downloaded, the next does not.
     """
 
-    def __init__(self, client: Any, base_image: str, cache_level: str = "env"):
+    def __init__(
+        self,
+        client: Any,
+        base_image: str,
+        cache_level: str = "env",
+        package_cache: str = DEFAULT_PACKAGE_CACHE,
+        step_timeout: float = 3600,
+    ):
         self.client = client
         self.base_image = base_image
         self.cache_level = cache_level
+        self.package_cache = package_cache
+        self.step_timeout = step_timeout
+        self.last_build: ImageBuild | None = None  # its steps' times and output tails
 
     def _owner(self, layer: str) -> str | None:
         """The build a dropped layer's image belongs to (None: a kept layer, everyone's)."""
@@ -264,67 +246,67 @@ class EnvironmentBuilder:
             return None
 
     def _build(
-        self, tag: str, dockerfile: str, files: dict[str, bytes], layer: str, owner: str | None
+        self, plan: BuildPlan, owner: str | None, archives: list[tuple[str, bytes]] | None = None
     ) -> BuiltImage:
-        labels = {LABEL: layer}
+        plan.labels[LABEL] = plan.layer
         if owner:  # dropped after its task, or by the next process if this one dies first
-            labels[OWNER_LABEL] = owner_label()
-
+            plan.labels[OWNER_LABEL] = owner_label()
         started = time.monotonic()
         # a kept layer is built once per host: a process wanting it while another builds it
         # waits and reuses that image (a dropped layer is this build's alone)
-        with contextlib.nullcontext() if owner else _build_lock(tag):
-            existing = self._existing(tag)
+        with contextlib.nullcontext() if owner else _build_lock(plan.tag):
+            existing = self._existing(plan.tag)
             if existing is not None:
-                metrics.IMAGES.labels(layer=layer, result="reused").inc()
-                return BuiltImage(tag, existing.id, False, time.monotonic() - started)
-            return self._build_image(tag, dockerfile, files, layer, labels, started)
-
-    def _build_image(
-        self,
-        tag: str,
-        dockerfile: str,
-        files: dict[str, bytes],
-        layer: str,
-        labels: dict[str, str],
-        started: float,
-    ) -> BuiltImage:
-        import docker.errors
-
-        try:
-            image, _ = self.client.images.build(
-                fileobj=_context(dockerfile, files),
-                custom_context=True,
-                tag=tag,
-                rm=True,
-                forcerm=True,
-                nocache=True,  # see the class's docstring
-                labels=labels,
+                metrics.IMAGES.labels(layer=plan.layer, result="reused").inc()
+                return BuiltImage(plan.tag, existing.id, False, time.monotonic() - started)
+            build = self.last_build = ImageBuild(
+                self.client, plan, self.package_cache, self.step_timeout
             )
-        except docker.errors.BuildError as exc:
-            text = "".join(
-                str(chunk.get("stream") or chunk.get("error") or "") for chunk in exc.build_log
-            )
-            raise ImageBuildError(
-                f"building {layer} image {tag} failed", text[-3000:], failed_step(text), layer
-            ) from exc
+            image = build.run(archives or [])
         seconds = time.monotonic() - started
-        metrics.IMAGES.labels(layer=layer, result="built").inc()
-        metrics.IMAGE_BUILD_SECONDS.labels(layer=layer).observe(seconds)
-        log.info("built %s image %s in %.1f s", layer, tag, seconds)
-        return BuiltImage(tag, image.id, True, seconds)
+        metrics.IMAGES.labels(layer=plan.layer, result="built").inc()
+        metrics.IMAGE_BUILD_SECONDS.labels(layer=plan.layer).observe(seconds)
+        log.info("built %s image %s in %.1f s", plan.layer, plan.tag, seconds)
+        return BuiltImage(plan.tag, image.id, True, seconds)
 
-    def env_image(self, repo: str, recipe: InstallRecipe) -> BuiltImage:
-        base_image = recipe.base_image or self.base_image
+    def tools_image(self, base_image: str) -> BuiltImage:
+        """The venv with today's pip and uv (and git), on ``base_image``: built once per base
+        image and kept at every cache level (every repository's env layer stands on it)."""
         base = self._existing(base_image)
         if base is None:
             raise ImageBuildError(
                 f"base image {base_image} is missing: run `swe-stream images base --all`"
             )
+        path = _image_path(base)
+        environment = {
+            "PATH": f"{VENV}/bin:{path}",
+            "VIRTUAL_ENV": VENV,
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            # the system's CA store (networks that intercept TLS add theirs there): uv reads
+            # the first name since 0.11, the second before
+            "UV_SYSTEM_CERTS": "1",
+            "UV_NATIVE_TLS": "1",
+        }
+        made_of = json.dumps([base.id, TOOLS_STEPS, environment], sort_keys=True)
+        key = hashlib.sha256(made_of.encode()).hexdigest()[:16]
+        tag = self._layer_tag(TOOLS_REPOSITORY, base_image.rsplit(":", 1)[-1], key, None)
+        plan = BuildPlan(
+            layer="tools",
+            tag=tag,
+            parent=base_image,
+            steps=list(TOOLS_STEPS),
+            environment=environment,
+        )
+        return self._build(plan, None)
+
+    def env_image(self, repo: str, recipe: InstallRecipe) -> BuiltImage:
+        base_image = recipe.base_image or self.base_image
+        tools = self.tools_image(base_image)
         owner = self._owner("env")
-        tag = self._layer_tag(ENV_REPOSITORY, repo.replace("/", "__"), recipe.key(base.id), owner)
-        files = {f"env/{path}": data for path, data in recipe.dependency_files.items()}
-        files["env/recipe.json"] = json.dumps(
+        tag = self._layer_tag(ENV_REPOSITORY, repo.replace("/", "__"), recipe.key(tools.id), owner)
+        files = {f"{ENV_DIR}/{path}": data for path, data in recipe.dependency_files.items()}
+        files[f"{ENV_DIR}/recipe.json"] = json.dumps(
             {
                 "language": recipe.language,
                 "python": recipe.python,
@@ -332,28 +314,25 @@ class EnvironmentBuilder:
                 "env_commands": list(recipe.env_commands),
             }
         ).encode()
-        packages = " ".join(sorted({"git", "patch", *recipe.system_packages}))
-        dockerfile = (
-            f"FROM {base_image}\n"
-            # registry images such as python:3.12-slim lack git (patches are applied with it);
-            # the recipe's system packages come from the image's own Debian suite
-            + (
-                f"RUN apt-get {APT_OPTIONS} update && DEBIAN_FRONTEND=noninteractive "
+        steps = list(recipe.env_commands)
+        if recipe.system_packages:
+            # from the image's own Debian suite
+            packages = " ".join(sorted(recipe.system_packages))
+            steps.insert(
+                0,
+                f"apt-get {APT_OPTIONS} update && DEBIAN_FRONTEND=noninteractive "
                 f"apt-get install -y --no-install-recommends {packages} "
-                "&& rm -rf /var/lib/apt/lists/*\n"
-                if recipe.system_packages
-                else "RUN command -v git >/dev/null || (apt-get update && apt-get install -y "
-                "--no-install-recommends git patch && rm -rf /var/lib/apt/lists/*)\n"
+                "&& rm -rf /var/lib/apt/lists/*",
             )
-            + f"RUN python3 -m venv {VENV}\n"
-            f"ENV PATH={VENV}/bin:$PATH VIRTUAL_ENV={VENV} PIP_DISABLE_PIP_VERSION_CHECK=1 "
-            "PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1\n"
-            + _env_line(recipe.environment)
-            + "COPY env/ /opt/swe-env/\n"
-            # a RUN per command: a failed build names the step that failed
-            + "".join(f"RUN {command}\n" for command in recipe.env_commands or ("true",))
+        plan = BuildPlan(
+            layer="env",
+            tag=tag,
+            parent=tools.tag,
+            steps=steps,
+            files=files,
+            environment=recipe.variables,
         )
-        return self._build(tag, dockerfile, files, "env", owner)
+        return self._build(plan, owner)
 
     def instance_image(
         self, instance_id: str, env: BuiltImage, tree: TreeFiles, recipe: InstallRecipe
@@ -363,12 +342,8 @@ class EnvironmentBuilder:
         digest.update(json.dumps(steps).encode())
         owner = self._owner("instance")
         tag = self._layer_tag(INSTANCE_REPOSITORY, instance_id, digest.hexdigest()[:12], owner)
-        dockerfile = (
-            f"FROM {env.tag}\n"
-            + f"ADD testbed.tar {TESTBED}/\nWORKDIR {TESTBED}\n"
-            + "".join(f"RUN {step}\n" for step in steps)
-        )
-        return self._build(tag, dockerfile, {"testbed.tar": tree.tar_bytes}, "instance", owner)
+        plan = BuildPlan(layer="instance", tag=tag, parent=env.tag, steps=steps, workdir=TESTBED)
+        return self._build(plan, owner, [(TESTBED, tree.tar_bytes)])
 
     def release(self, env: BuiltImage, instance: BuiltImage | None) -> None:
         """Drop the layers the cache level does not keep."""
@@ -383,3 +358,11 @@ class EnvironmentBuilder:
                 self.client.images.remove(image.tag, force=True)
             except docker.errors.APIError as exc:
                 log.warning("could not remove %s: %s", image.tag, exc)
+
+
+def _image_path(image: Any) -> str:
+    """The PATH an image's configuration sets (the usual one when it sets none)."""
+    for variable in (image.attrs.get("Config") or {}).get("Env") or []:
+        if variable.startswith("PATH="):
+            return str(variable[5:])
+    return "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -37,6 +37,7 @@ import os
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -208,22 +209,40 @@ class HarnessEngine:
         self.options = options
         self.limits = limits
 
-    def grade(
-        self, environment: Environment, task: TaskWorkspace, patch: str, checks: Checks
-    ) -> Graded:
-        started = time.monotonic()
+    def grading_sandbox(
+        self, environment: Environment, contained: bool = True, remover: Executor | None = None
+    ) -> Sandbox:
+        """A grader's container (not started; removed in ``remover`` if given). The agent's
+        patch runs in the grading container (conftest.py...): contained; the sanity run is the
+        task's own code, as validation ran it."""
+        limits = self.contained(network=False) if contained else replace(self.limits, network=False)
         labels = {RUN_LABEL: self.options.run_id}
-        limits = self.contained(network=False)  # the agent's patch runs here (conftest.py...)
-        with environment.sandbox(limits, RUN_VARIABLES, labels=labels) as box:
+        return environment.sandbox(limits, RUN_VARIABLES, labels=labels, remover=remover)
+
+    def grade(
+        self,
+        environment: Environment,
+        task: TaskWorkspace,
+        patch: str,
+        checks: Checks,
+        prepared: Prepared | None = None,
+        remover: Executor | None = None,
+    ) -> Graded:
+        """The checks after ``patch`` (none: the sanity run), in ``prepared``'s container (made
+        while something else ran) or a new one (removed in ``remover`` if given)."""
+        started = time.monotonic()
+        contained = bool(patch.strip())
+        box = prepared.take() if prepared else self.grading_sandbox(environment, contained, remover)
+        with box:
+            box.put_files(
+                {f"{PATCH_DIR}/model.patch": patch, f"{PATCH_DIR}/test.patch": task.test_patch}
+            )
             if patch.strip():
-                box.put_file(f"{PATCH_DIR}/model.patch", patch)
                 if not apply_patch(box, f"{PATCH_DIR}/model.patch"):
                     return Graded(False, [], [], time.monotonic() - started)
                 rebuild_after(box, environment.recipe, patch)
-            if task.test_patch.strip():
-                box.put_file(f"{PATCH_DIR}/test.patch", task.test_patch)
-                if not apply_patch(box, f"{PATCH_DIR}/test.patch"):
-                    raise ValidationFailed("test_patch_does_not_apply")
+            if task.test_patch.strip() and not apply_patch(box, f"{PATCH_DIR}/test.patch"):
+                raise ValidationFailed("test_patch_does_not_apply")
             timeout = self.options.test_timeout_seconds
             if not checks.one_run:
                 f2p = [run_check(box, c, timeout) for c in checks.fail_to_pass]
@@ -262,7 +281,14 @@ class HarnessEngine:
         """Remove this run's containers now (Ctrl-C): their blocked commands return at once."""
         return remove_labelled(self.validator.client, RUN_LABEL, self.options.run_id)
 
-    def run_agent(self, environment: Environment, task: TaskWorkspace, name: str) -> AgentRun:
+    def agent_sandbox(
+        self,
+        environment: Environment,
+        task: TaskWorkspace,
+        name: str,
+        remover: Executor | None = None,
+    ) -> Sandbox:
+        """The agent's container (not started; removed in ``remover`` if given)."""
         options = self.options
         variables = {
             **options.agent_env,
@@ -274,15 +300,20 @@ class HarnessEngine:
         }
         limits = self.contained(network=options.agent_network)
         mounts = {str(options.agent_dir.resolve()): AGENT_MOUNT} if options.agent_dir else {}
-        box = environment.sandbox(
+        return environment.sandbox(
             limits,
             variables,
             mounts=mounts,
             name=name,
             keep=options.keep_containers,
             labels={RUN_LABEL: options.run_id},
+            remover=remover,
         )
-        with box:
+
+    def run_agent(self, task: TaskWorkspace, prepared: Prepared) -> AgentRun:
+        """The agent in its container (``prepared``: made while the sanity run ran)."""
+        options = self.options
+        with prepared.take() as box:
             box.put_file(PROMPT_FILE, task.prompt)
             result = box.run(
                 options.agent_command,
@@ -354,24 +385,37 @@ class HarnessEngine:
         self, environment: Environment, task: TaskWorkspace, result: TaskEvaluation, phases: Phases
     ) -> None:
         """Sanity, the agent, grading, each only when the one before it went well; what ran is
-        in ``phases`` (and its durations and output in ``result``)."""
-        commands = task_checks(task, environment, self.options.isolate_tests)
-        phases.sanity = self.grade(environment, task, "", commands)
-        metrics.HARNESS_PHASE_SECONDS.labels(phase="test").observe(phases.sanity.seconds)
-        result.sanity_check = sanity_passed(phases.sanity)
-        if not result.sanity_check:
-            return
+        in ``phases`` (and its durations and output in ``result``). Each phase's container is
+        made and filled while the phase before it runs (the agent's during the sanity run, the
+        grader's during the agent's): a second to a few of the engine's work per evaluation
+        that no longer waits; one made for nothing is removed."""
+        checks = task_checks(task, environment, self.options.isolate_tests)
         name = f"swe-harness-{task.id}-{os.getpid()}-{time.monotonic_ns() % 10**9}"
-        agent = phases.agent = self.run_agent(environment, task, name)
-        metrics.HARNESS_PHASE_SECONDS.labels(phase="agent").observe(agent.seconds)
-        result.agent_duration_secs = round(agent.seconds, 1)
-        result.agent_output = agent.output
-        result.container_id = agent.container_id if self.options.keep_containers else None
-        if not agent.succeeded:
-            return
-        graded = phases.graded = self.grade(environment, task, agent.patch, commands)
-        metrics.HARNESS_PHASE_SECONDS.labels(phase="test").observe(graded.seconds)
-        result.fail_to_pass, result.pass_to_pass = graded.fail_to_pass, graded.pass_to_pass
+        # containers are made and removed here, in the background, one after another: a
+        # phase's container is ready when it starts and the next does not wait for its removal
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="harness-prepare") as pool:
+            agent_box = Prepared(pool, self.agent_sandbox(environment, task, name, pool))
+            grader = Prepared(pool, self.grading_sandbox(environment))
+            try:
+                phases.sanity = self.grade(environment, task, "", checks, remover=pool)
+                metrics.HARNESS_PHASE_SECONDS.labels(phase="test").observe(phases.sanity.seconds)
+                result.sanity_check = sanity_passed(phases.sanity)
+                if not result.sanity_check:
+                    return
+                agent = phases.agent = self.run_agent(task, agent_box)
+                metrics.HARNESS_PHASE_SECONDS.labels(phase="agent").observe(agent.seconds)
+                result.agent_duration_secs = round(agent.seconds, 1)
+                result.agent_output = agent.output
+                result.container_id = agent.container_id if self.options.keep_containers else None
+                if not agent.succeeded:
+                    return
+                graded = self.grade(environment, task, agent.patch, checks, grader)
+                phases.graded = graded
+                metrics.HARNESS_PHASE_SECONDS.labels(phase="test").observe(graded.seconds)
+                result.fail_to_pass, result.pass_to_pass = graded.fail_to_pass, graded.pass_to_pass
+            finally:
+                agent_box.discard()
+                grader.discard()
 
     def _finish(
         self, result: TaskEvaluation, task: TaskWorkspace | None, started: float, phases: Phases
@@ -421,6 +465,31 @@ class Phases:
         if self.sanity is not None and not sanity_passed(self.sanity):
             return self.sanity
         return None
+
+
+class Prepared:
+    """A sandbox started in the background (``pool``) while something else runs. ``take``
+    waits for it and hands it over, started (its ``with`` block removes it); ``discard``
+    removes it when nobody took it."""
+
+    def __init__(self, pool: ThreadPoolExecutor, box: Sandbox):
+        self.box = box
+        self.future = pool.submit(box.__enter__)
+        self.taken = False
+
+    def take(self) -> Sandbox:
+        self.taken = True
+        return self.future.result()  # its failure to start is the taker's
+
+    def discard(self) -> None:
+        if self.taken:
+            return
+        self.taken = True
+        try:
+            self.future.result()
+        except Exception as error:  # it never started: nothing to remove
+            log.debug("a prepared container did not start: %s", error)
+        self.box.__exit__(None, None, None)
 
 
 def sanity_passed(sanity: Graded) -> bool:

@@ -27,6 +27,7 @@ import socket
 import tarfile
 import time
 from collections.abc import Iterable
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -41,6 +42,9 @@ LABEL = "org.swe-stream.sandbox"  # on every sandbox container
 # could remove its containers (SIGKILL, OOM, power loss) leaves them running `sleep
 # infinity`; the next process on the host finds them by this label and removes them
 OWNER_LABEL = "org.swe-stream.owner"
+# the same, on the container an image is built in (``image_builds``); an image it commits
+# has it emptied, so the containers later made from that image do not carry it
+BUILDER_LABEL = "org.swe-stream.builder"
 # where a command may write when the root filesystem is read-only (besides the working dir)
 WRITABLE = ("/tmp", "/var/tmp", "/root", "/run")
 
@@ -95,9 +99,10 @@ def remove_orphans(client: Any) -> int:
     """Remove the sandbox containers that processes of this host which no longer run left
     behind, then their images; those of live processes and of other hosts are left alone."""
     removed = 0
-    for container in listed_containers(client, OWNER_LABEL):
-        if owner_is_gone((container.get("Labels") or {}).get(OWNER_LABEL, "")):
-            removed += _remove(client, container["Id"])
+    for label in (OWNER_LABEL, BUILDER_LABEL):
+        for container in listed_containers(client, label):
+            if owner_is_gone((container.get("Labels") or {}).get(label, "")):
+                removed += _remove(client, container["Id"])
     if removed:
         log.warning("removed %d sandbox container(s) left by processes that died", removed)
     remove_orphan_images(client)  # only once the containers standing on them are gone
@@ -198,6 +203,16 @@ show "$d/o"; echo; echo "{timing} $((e - s))"; show "$d/e" >&2; rm -rf "$d"; exi
 """
 
 
+def _remove_container(container: Any, keep: bool, read_only: bool) -> None:
+    try:
+        if keep and not read_only:
+            container.stop(timeout=1)
+        elif not keep:
+            container.remove(force=True)
+    except Exception as error:  # the engine may already have removed it
+        log.warning("could not remove sandbox container: %s", error)
+
+
 class Sandbox:
     """One container from ``image``; use as a context manager."""
 
@@ -213,8 +228,12 @@ class Sandbox:
         mounts: dict[str, str] | None = None,
         keep: bool = False,
         labels: dict[str, str] | None = None,
+        remover: Executor | None = None,
     ):
         self.client = client
+        # where the container is removed when the block ends (None: before it ends): the
+        # harness's next phase need not wait for the last one's container to go
+        self.remover = remover
         self.image = image
         self.limits = limits
         self.workdir = workdir
@@ -239,6 +258,8 @@ class Sandbox:
         return list(dict.fromkeys(p for p in (self.workdir, *WRITABLE) if p.strip("/")))
 
     def __enter__(self) -> Sandbox:
+        if self.container is not None:  # started ahead of its use (the harness prepares them)
+            return self
         options: dict[str, Any] = {}
         if self.read_only:
             size = f"rw,exec,nosuid,nodev,size={self.limits.writable_mb}m"
@@ -261,34 +282,35 @@ class Sandbox:
             **options,
         )
         try:
+            files = self._image_files() if self.read_only else b""
             self.container.start()
-            if self.read_only:
-                self._fill_from_image()
+            if files:
+                self._extract([files], "/")
         except BaseException:
             self.__exit__(None, None, None)
             raise
         return self
 
-    def _fill_from_image(self) -> None:
-        """The image's files of each tmpfs place (hidden by the mount), copied into it."""
+    def _image_files(self) -> bytes:
+        """The image's files of each tmpfs place, as one tar of absolute paths, read from the
+        container before it starts (the archive API reads the image's file system then; once
+        it runs, the tmpfs mounts hide those files from the container itself)."""
         import docker.errors
 
-        source = self.client.containers.create(
-            self.image,
-            ["true"],
-            labels=self.labels,
-            network_mode="none",
-            log_config={"type": "none"},
-        )
-        try:
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w") as combined:
             for path in self._writable():
                 try:
-                    chunks, _ = source.get_archive(path)
+                    chunks, _ = self.container.get_archive(path)
                 except docker.errors.NotFound:  # not in the image: the mount is all there is
                     continue
-                self._extract(chunks, path.rsplit("/", 1)[0] or "/")
-        finally:
-            source.remove(force=True)
+                parent = path.rsplit("/", 1)[0].strip("/")
+                with tarfile.open(fileobj=io.BytesIO(b"".join(chunks)), mode="r|") as part:
+                    for member in part:
+                        data = part.extractfile(member) if member.isfile() else None
+                        member.name = f"{parent}/{member.name}" if parent else member.name
+                        combined.addfile(member, data)
+        return out.getvalue()
 
     def _extract(self, chunks: Iterable[bytes], directory: str) -> None:
         """Untar ``chunks`` into ``directory`` with ``tar`` inside the container, fed through
@@ -321,32 +343,34 @@ class Sandbox:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self.container is not None:
-            try:
-                if self.keep and not self.read_only:
-                    self.container.stop(timeout=1)
-                elif not self.keep:
-                    self.container.remove(force=True)
-            except Exception as error:  # the engine may already have removed it
-                log.warning("could not remove sandbox container: %s", error)
-            self.container = None
+        container, self.container = self.container, None
+        if container is None:
+            return
+        if self.remover is not None and not self.keep:
+            self.remover.submit(_remove_container, container, self.keep, self.read_only)
+        else:
+            _remove_container(container, self.keep, self.read_only)
 
     def put_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
         """Write ``data`` to ``path`` (an absolute path) inside the container."""
-        payload = data.encode() if isinstance(data, str) else data
-        directory, _, name = path.rpartition("/")
+        self.put_files({path: data}, mode)
+
+    def put_files(self, files: dict[str, bytes | str], mode: int = 0o644) -> None:
+        """Write each file (absolute path -> content) inside the container, in one call."""
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as tar:
-            info = tarfile.TarInfo(name)
-            info.size = len(payload)
-            info.mode = mode
-            info.mtime = int(time.time())
-            tar.addfile(info, io.BytesIO(payload))
-        self.run(f"mkdir -p {directory or '/'}", timeout=30)
+            for path, data in files.items():
+                payload = data.encode() if isinstance(data, str) else data
+                # the directories on the way are made by the extraction (root's, 0755)
+                info = tarfile.TarInfo(path.lstrip("/"))
+                info.size = len(payload)
+                info.mode = mode
+                info.mtime = int(time.time())
+                tar.addfile(info, io.BytesIO(payload))
         if self.read_only:
-            self._extract([buffer.getvalue()], directory or "/")
-        elif not self.container.put_archive(directory or "/", buffer.getvalue()):
-            raise RuntimeError(f"could not copy {path} into the sandbox")
+            self._extract([buffer.getvalue()], "/")
+        elif not self.container.put_archive("/", buffer.getvalue()):
+            raise RuntimeError(f"could not copy {', '.join(files)} into the sandbox")
 
     def run(
         self,

@@ -103,6 +103,31 @@ REPORTS = {
 }
 
 
+REPORT_MARKER = "__swe_stream_report_7c1e__"
+RUN_OUTPUT_LIMIT = 64 << 20  # of a test run's stdout, its report included
+
+
+def split_report(stdout: str) -> tuple[str, str]:
+    """A run's stdout as (the runner's log, the report printed after ``REPORT_MARKER``); no
+    marker (the run was killed first): all log, no report."""
+    log_text, marker, report_text = stdout.rpartition(f"\n{REPORT_MARKER}\n")
+    if not marker:
+        return stdout, ""
+    return log_text + "\n", report_text
+
+
+def read_report(kind: str, text: str) -> dict[str, TestStatus] | None:
+    """The statuses of a run's machine-readable report, or None (not written: the run died
+    before, or the runner could not write it)."""
+    if not text.strip():
+        return None
+    try:
+        return parse_report(kind, text.encode())
+    except ValueError as exc:
+        log.info("unreadable %s report: %s", kind, exc)
+        return None
+
+
 def why_no_fail_to_pass(
     recipe: InstallRecipe, verdict: Verdict, befores: list[Run], afters: list[Run]
 ) -> ValidationFailed:
@@ -294,7 +319,13 @@ class Validator:
         self, repo: str, instance_id: str, tree: TreeFiles, recipe: InstallRecipe
     ) -> Environment:
         """Blocking: the env and instance images of ``recipe`` (built, or reused)."""
-        builder = EnvironmentBuilder(self.client, self.docker.base_image, self.docker.cache_level)
+        builder = EnvironmentBuilder(
+            self.client,
+            self.docker.base_image,
+            self.docker.cache_level,
+            self.docker.package_cache,
+            self.docker.build_step_timeout_seconds,
+        )
         env = builder.env_image(repo, recipe)
         try:
             instance = builder.instance_image(instance_id, env, tree, recipe)
@@ -366,14 +397,12 @@ class Validator:
         files = sorted({test.split("::", 1)[0] for test in tests})
         command = test_command(environment.recipe.test_command, files)
         with environment.sandbox(self.limits, RUN_VARIABLES) as box:
-            applied = True
-            if candidate.strip():
-                box.put_file(f"{PATCH_DIR}/candidate.patch", candidate)
-                applied = self._apply(box, f"{PATCH_DIR}/candidate.patch")
-            if not applied:
+            box.put_files(
+                {f"{PATCH_DIR}/candidate.patch": candidate, f"{PATCH_DIR}/test.patch": test_patch}
+            )
+            if candidate.strip() and not self._apply(box, f"{PATCH_DIR}/candidate.patch"):
                 return Evaluation(False, {}, fail_to_pass, pass_to_pass)
             rebuild_after(box, environment.recipe, candidate)
-            box.put_file(f"{PATCH_DIR}/test.patch", test_patch)
             if test_patch.strip() and not self._apply(box, f"{PATCH_DIR}/test.patch"):
                 raise ValidationFailed(TEST_PATCH_FAILS)
             statuses = self.run_tests(box, command, environment.recipe.test_runner).statuses
@@ -394,8 +423,7 @@ class Validator:
         command = test_command(environment.recipe.test_command, test_files)
         started = time.monotonic()
         with environment.sandbox(self.limits, RUN_VARIABLES) as box:
-            box.put_file(f"{PATCH_DIR}/test.patch", test_patch)
-            box.put_file(f"{PATCH_DIR}/fix.patch", fix)
+            box.put_files({f"{PATCH_DIR}/test.patch": test_patch, f"{PATCH_DIR}/fix.patch": fix})
             if not self._apply(box, f"{PATCH_DIR}/test.patch"):
                 raise ValidationFailed(TEST_PATCH_FAILS)
             runner = environment.recipe.test_runner
@@ -486,16 +514,26 @@ class Validator:
         parser = log_parser(runner)
         report = REPORTS.get(parser.report or "")
         if report is not None:
-            command = f"rm -f {report.path}; {command} {report.arguments}"
+            # the report is printed after the run, in the same exec, behind a marker line
+            command = (
+                f"rm -f {report.path}; {command} {report.arguments}; rc=$?; "
+                f"echo; echo {REPORT_MARKER}; cat {report.path} 2>/dev/null; exit $rc"
+            )
         if len(command) > SCRIPT_AFTER_CHARS:
             box.put_file(TEST_SCRIPT, command + "\n")
             command = f"sh {TEST_SCRIPT}"
-        result = box.run(command, timeout=timeout or self.settings.test_timeout_seconds)
+        result = box.run(
+            command,
+            timeout=timeout or self.settings.test_timeout_seconds,
+            output_limit=RUN_OUTPUT_LIMIT,
+        )
         metrics.VALIDATION_RUN_SECONDS.observe(result.inner_seconds)
-        statuses = parser.parse(result.output)
+        log_text, report_text = split_report(result.stdout)
+        output = log_text + result.stderr
+        statuses = parser.parse(output)
         if report is not None and parser.report is not None:
-            statuses = merge_statuses(self._report(box, parser.report, report.path), statuses)
-        hung = parser.running_when_killed(result.output) if result.timed_out else None
+            statuses = merge_statuses(read_report(parser.report, report_text), statuses)
+        hung = parser.running_when_killed(output) if result.timed_out else None
         if hung:
             statuses[hung] = "error"
         run = Run(
@@ -504,25 +542,12 @@ class Validator:
             result.timed_out,
             hung,
             exit_code=result.exit_code,
-            output=tail(result.output, 4 * TAIL_CHARS),
+            output=tail(output, 4 * TAIL_CHARS),
         )
         if run.contradiction:
             metrics.TEST_EXIT_CONTRADICTIONS.inc()
             log.warning("test run contradicts itself: %s (%s)", run.contradiction, command[:200])
         return run
-
-    @staticmethod
-    def _report(box: Sandbox, kind: str, path: str) -> dict[str, TestStatus] | None:
-        """The statuses of the run's machine-readable report, or None (not written: the run
-        died before, or the runner could not write it)."""
-        shown = box.run(f"cat {path}", timeout=60, output_limit=64 << 20)
-        if shown.exit_code != 0 or not shown.stdout.strip():
-            return None
-        try:
-            return parse_report(kind, shown.stdout.encode())
-        except ValueError as exc:
-            log.info("unreadable %s report: %s", kind, exc)
-            return None
 
 
 _COMPILED_SOURCE = re.compile(

@@ -29,7 +29,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from streams.evaluation.environments import VENV, InstallRecipe
+from streams.evaluation.environments import ENV_DIR, VENV, InstallRecipe
 from streams.evaluation.recipes.pytest_options import plan_pytest_run
 from streams.evaluation.recipes.python_project import (
     FileReader,
@@ -37,7 +37,6 @@ from streams.evaluation.recipes.python_project import (
     requirement_name,
 )
 
-ENV_DIR = "/opt/swe-env"  # where the env image gets the dependency files
 REQUIREMENTS_FILE = "swe-stream-requirements.txt"  # the requirement strings we gathered
 MINIMAL_FILE = "swe-stream-minimal.txt"  # pytest, plugins and runtime dependencies only
 REST_FILE = "swe-stream-rest.txt"  # every other requirement, tried one by one at last
@@ -545,10 +544,7 @@ def python_recipe(ctx: RecipeContext, detectors: list[Detector] = DETECTORS) -> 
         "[exclude-newer-package]\n"
         + "".join(f'{name} = "2100-01-01T00:00:00Z"\n' for name in undated)
     ).encode()
-    env_commands = [
-        f"{VENV}/bin/python -m pip install --quiet --upgrade pip uv",
-        _install_with_fallbacks(draft, files),
-    ]
+    env_commands = [_install_with_fallbacks(draft, files)]  # the tools layer has uv
     rebuild = _rebuild_commands(ctx, draft)
     if rebuild:
         # the build tools of a rebuild in the sandbox, which has no network (today's: they
@@ -572,7 +568,6 @@ def python_recipe(ctx: RecipeContext, detectors: list[Detector] = DETECTORS) -> 
     pre_test = list(draft.pre_test)
     pre_test += [command for command in rebuild if command not in pre_test]
     environment = {
-        "UV_NO_CACHE": "1",
         "UV_LINK_MODE": "copy",
         "UV_HTTP_TIMEOUT": "120",
         "SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt",

@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from streams.core.settings import ConfigFileError, load_settings
+from streams.core.settings import (
+    ConfigFileError,
+    ValidateSettings,
+    load_settings,
+    validations_for_machine,
+)
 from tests.conftest import SWE_STREAM
 
 pytestmark = pytest.mark.unit
@@ -125,3 +130,21 @@ def test_invalid_settings_exit_with_a_clear_message(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "invalid settings" in result.stderr and "partitions" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("cores", "memory_gib", "expected"),
+    [(2, 23, 2), (16, 16, 4), (1, 64, 1), (64, 512, 8), (4, 2, 1)],
+)
+def test_validations_at_once_fit_the_machines_cores_and_memory(
+    cores: int, memory_gib: int, expected: int
+) -> None:
+    assert validations_for_machine(cores, memory_gib << 30) == expected
+
+
+def test_the_default_validation_concurrency_is_this_machines_and_a_setting_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert ValidateSettings().concurrency == validations_for_machine()
+    monkeypatch.setenv("SWE_STREAM_VALIDATION_CONCURRENCY", "5")
+    assert load_settings().validation.concurrency == 5

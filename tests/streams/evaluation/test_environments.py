@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import docker.errors
 import pytest
 
 from streams.evaluation.environments import (
@@ -90,7 +89,7 @@ def test_another_process_dropping_the_same_layers_leaves_ours(
         # and none of our build's steps were its: the classic builder would have reused them as
         # its cache, and removing its image would then delete steps under ours (the race that
         # failed a build with "imagedb/content/sha256/...: no such file or directory")
-        kept = set(steps(docker_client, base_image))
+        kept = set(steps(docker_client, builder.tools_image(base_image).id))  # base's too
         if cache_level == "env":
             kept |= set(steps(docker_client, env.id))
         ours = set(steps(docker_client, instance.id)) - kept
@@ -156,36 +155,60 @@ def test_kept_layers_are_shared_and_a_long_task_id_fits_a_tag(
         docker_client.images.remove(instance.tag, force=True)
 
 
-def test_a_build_takes_no_step_from_the_engines_cache(docker_client: Any, base_image: str) -> None:
-    """Reuse is by tag only. The classic builder's cache probe lists the parent image's
-    children and then reads each: a child another build drops in between fails ours with
-    'unable to find image "sha256:..."' (6 of 348 builds here, with three processes building
-    and dropping layers on one parent). So a build whose tag is gone builds every step anew,
-    even with the old steps still on the engine."""
+def test_an_image_is_one_layer_over_its_parent_and_a_rebuild_shares_none_of_it(
+    docker_client: Any, base_image: str
+) -> None:
+    """Reuse is by tag only: no step is taken from the engine's build cache (whose probe reads
+    the parent's children, which another process may be removing: 'unable to find image
+    "sha256:..."' in 6 of 348 classic builds here, with three processes building and dropping
+    layers on one parent). An image is its parent plus one committed layer."""
     builder = EnvironmentBuilder(docker_client, base_image, "instance")
     env = builder.env_image("swe-stream-test/layers", RECIPE)
     instance_id = f"swe-stream-test__cache-{process_tag()}"
     first = builder.instance_image(instance_id, env, tree(), RECIPE)
-    kept = set(steps(docker_client, env.id))
-    first_steps = set(steps(docker_client, first.id)) - kept
-    keep = f"swe-stream-test/cache-kept:{process_tag()}"
     try:
-        docker_client.api.tag(first.id, keep)  # so its steps stay behind
+        parent = docker_client.api.history(env.id)
+        assert len(docker_client.api.history(first.id)) == len(parent) + 1
         docker_client.images.remove(first.tag)
-        for step in first_steps:
-            docker_client.images.get(step)
         second = builder.instance_image(instance_id, env, tree(), RECIPE)
-        try:
-            assert second.built and second.tag == first.tag
-            second_steps = set(steps(docker_client, second.id)) - kept
-            assert second_steps and not second_steps & first_steps
-        finally:
-            docker_client.images.remove(second.tag, force=True)
+        assert second.built and second.tag == first.tag and second.id != first.id
+        shown = docker_client.containers.run(
+            second.tag, ["bash", "-c", "python hello.py && git log --format=%s"], remove=True
+        )
+        assert shown.decode().split() == ["hello", "from", "the", "testbed", "base"]
     finally:
-        docker_client.images.remove(keep, force=True)
-    for step in first_steps:  # all gone with it
-        with pytest.raises(docker.errors.ImageNotFound):
-            docker_client.images.get(step)
+        docker_client.images.remove(first.tag, force=True)
+
+
+# a requirement no other test installs, so the cache volume starts without it
+CACHED = "iniconfig==1.1.1"
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["shared-cache", "no-cache"])
+def test_a_second_build_takes_what_the_first_downloaded_from_the_shared_cache(
+    docker_client: Any, base_image: str, cached: bool
+) -> None:
+    """Two env images of two repositories needing one wheel: with the shared package cache
+    the second build prepares nothing (uv found it in the cache), without one it downloads it
+    again."""
+    volume = f"swe-stream-test-cache-{process_tag()}" if cached else ""
+    builder = EnvironmentBuilder(docker_client, base_image, "base", package_cache=volume)
+    images, outputs = [], []
+    try:
+        for repo in ("swe-stream-test/cache-a", "swe-stream-test/cache-b"):
+            recipe = InstallRecipe("python", env_commands=(f"uv pip install {CACHED}",))
+            env = builder.env_image(repo, recipe)
+            images.append(env)
+            assert env.built and builder.last_build is not None
+            outputs.append(builder.last_build.records[-1].output_tail)
+            assert "Installed 1 package" in outputs[-1], outputs[-1]
+        assert "Prepared 1 package" in outputs[0]
+        assert ("Prepared 1 package" in outputs[1]) is not cached, outputs[1]
+    finally:
+        for env in images:
+            builder.release(env, None)
+        if volume:
+            docker_client.volumes.get(volume).remove(force=True)
 
 
 # a process builds a task's layers at cache level "base" (both dropped after the task), says

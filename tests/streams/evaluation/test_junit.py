@@ -19,6 +19,7 @@ from streams.evaluation.log_parsers.junit import (
     parse_junit_xml,
 )
 from streams.evaluation.log_parsers.pytest import parse_pytest_output
+from streams.evaluation.validator import REPORT_MARKER, read_report, split_report
 from tests.streams.evaluation.test_log_parsers import (
     PLUGIN_SUBTESTS,
     SAMPLE_EXPECTED,
@@ -293,3 +294,25 @@ def test_merge_statuses() -> None:
     assert merge_statuses(None, log) == log
     assert merge_statuses(None, log) is not log
     assert merge_statuses({}, {}) == {}
+
+
+REPORT = (
+    '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">'
+    '<testcase classname="tests.test_x" name="test_a" file="tests/test_x.py" time="0.1"/>'
+    "</testsuite></testsuites>"
+)
+
+
+@pytest.mark.unit
+def test_a_runs_report_comes_after_its_log_in_one_output() -> None:
+    log = "tests/test_x.py::test_a PASSED\n== 1 passed ==\n"
+    stdout = f"{log}\n{REPORT_MARKER}\n{REPORT}\n"
+    assert split_report(stdout) == (log + "\n", REPORT + "\n")
+    assert read_report("junit", split_report(stdout)[1]) == {"tests/test_x.py::test_a": "passed"}
+    # killed before the marker: all of it is log, and there is no report
+    assert split_report(log) == (log, "")
+    assert read_report("junit", "") is None
+    assert read_report("junit", "<testsuites><oops") is None  # unreadable: no report either
+    # a marker the tests themselves print is not the last one
+    twice = f"x\n{REPORT_MARKER}\ny\n{REPORT_MARKER}\n{REPORT}"
+    assert split_report(twice) == (f"x\n{REPORT_MARKER}\ny\n", REPORT)

@@ -278,7 +278,7 @@ def test_an_install_without_a_solution_falls_back_to_fewer_sources() -> None:
             "pkg/__init__.py": "",
         }
     )
-    plans = recipe.env_commands[1].split(" || ")
+    plans = recipe.env_commands[0].split(" || ")
     assert plans[0] == (
         "uv pip install -r /opt/swe-env/swe-stream-requirements.txt "
         "-r /opt/swe-env/requirements-dev.txt"
