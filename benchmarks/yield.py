@@ -2,6 +2,7 @@
 why the others do not.
 
     python -m benchmarks.yield [--corpus DIR] [--repos tenacity,pyjwt] [--json FILE]
+                               [--concurrency 1,default]
 
 The corpus (default ``../shared/fixtures/corpus``; see its README: its ``repos/`` remotes are
 made on this machine from fetched snapshots, with ``corpus-remotes --into DIR`` when the corpus
@@ -19,6 +20,13 @@ run at a base commit), and last
 
     environments: A of R repositories ran their tests
     validated: X of N PRs (Y%)
+
+With several ``--concurrency`` values (default ``1,default``: one validation at a time, then
+this machine's default), the same PRs are mined once per value, each run starting without the
+env and instance images and the package cache of the run before (the tools layers are built
+first), and each prints its validated PRs per hour: over the validation window (first PR
+extracted to last PR validated; the pipeline's start and end are the same at any concurrency)
+and over the whole run; last, the ratio of the last value's rate to the first's.
 
 The rows are also written as JSON (``--json``, default ``<workdir>/yield.json``). A benchmark,
 not a test: it takes about a minute per PR on two cores. Always exits 0 unless the run itself

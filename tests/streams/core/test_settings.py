@@ -134,7 +134,7 @@ def test_invalid_settings_exit_with_a_clear_message(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("cores", "memory_gib", "expected"),
-    [(2, 23, 2), (16, 16, 4), (1, 64, 1), (64, 512, 8), (4, 2, 1)],
+    [(2, 23, 3), (16, 16, 4), (1, 64, 2), (64, 512, 8), (4, 2, 1)],
 )
 def test_validations_at_once_fit_the_machines_cores_and_memory(
     cores: int, memory_gib: int, expected: int

@@ -4,6 +4,7 @@ them after a task may touch when several processes share one engine."""
 from __future__ import annotations
 
 import io
+import logging
 import subprocess
 import sys
 import tarfile
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from streams.evaluation import image_builds
 from streams.evaluation.environments import (
     EnvironmentBuilder,
     InstallRecipe,
@@ -323,3 +325,26 @@ def test_a_build_lock_that_cannot_be_made_leaves_the_build_unlocked(
         entered.append(True)
     assert len(entered) == 2 and "without a lock" not in caplog.text
     assert len(list(tmp_path.glob("swe-stream-builds-*/*.lock"))) == 1
+
+
+def test_a_build_shows_its_layer_step_and_time_while_it_runs(
+    docker_client: Any,
+    base_image: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(image_builds, "PROGRESS_EVERY_SECONDS", 0.5)
+    caplog.set_level(logging.INFO, logger="swe_stream.environments")
+    slow = "for i in 1 2 3 4; do echo resolving part $i; sleep 0.5; done"
+    recipe = InstallRecipe("python", env_commands=("true", slow))
+    builder = EnvironmentBuilder(docker_client, base_image, "base", package_cache="")
+    env = builder.env_image(f"swe-stream-test/progress-{process_tag()}", recipe)
+    try:
+        messages = [r.getMessage() for r in caplog.records]
+        assert any(m.endswith(f": step 2/2: {slow}") for m in messages), messages
+        running = [m for m in messages if "step 2/2 running for" in m]
+        assert running and all(m.startswith(f"env image {env.tag}:") for m in running)
+        assert any("resolving part" in m for m in running)
+        assert any(m.startswith(f"built env image {env.tag} in ") for m in messages)
+    finally:
+        builder.release(env, None)
