@@ -7,17 +7,24 @@ raises out of ``feed`` / ``close`` for bad input.
 
 Why it is fast (see the "Parsing GH Archive" figures in the design notes):
 
-* decompression is ISA-L (``isal.isal_zlib``), ~3x zlib, and is the floor of the whole scan;
+* decompression is ISA-L (``isal.igzip_lib``), ~3x zlib, and is the floor of the whole scan;
 * lines are never split or decoded: one ``find(b"\\n")`` per line walks the decompressed buffer
   and the event type is read in place, right after ``{"id":"...",``; only the lines that may
-  be PullRequestEvents (~4% of lines) are cut out and parsed (orjson), every other line is
-  only counted;
+  be PullRequestEvents (~4% of lines) are parsed (orjson, from a memoryview: not copied),
+  every other line is only counted;
 * per PullRequestEvent: one orjson parse, one pydantic validation, one orjson dump.
 
-ISA-L's ``decompress`` releases the GIL while inflating, but takes it back each time it grows
-its output buffer (from 16 KiB, doubling), so inflating in a worker thread while this thread
-scans stalls on the GIL hand-off (the 5 ms switch interval): measured no faster than the plain
-serial loop, which is what this is.
+``feed`` is ``scan(inflate(chunk))``, and the two halves run on two cores where it matters
+(``scan_file`` and the ingest stage): ``inflate`` (sha256 and ISA-L, both of which release the
+GIL) touches only the hash and decompression state, so a worker thread inflates the next
+chunks while this thread scans. ISA-L is called with a fixed output size (``INFLATE_PIECE``,
+4 MiB): one GIL release per piece. (Its ``decompressobj`` grows the output from 16 KiB,
+doubling, and takes the GIL back at every step; 8 MiB pieces and more cost ~50% more CPU, in
+fresh pages.) The worker still needs the GIL after each piece, each hash and each result,
+while the scanning thread holds it nearly all the time: each time it waits for a forced
+switch. At the default 5 ms switch interval that wait, not inflating, paced the worker (the
+benchmark's 352 MB: 0.60 s, 2.1x ``gzip -dc``, no faster than one thread);
+``quick_gil_handoff`` lowers the interval to 0.25 ms while the pipeline runs (0.38 s, 3.3x).
 
 A file of several concatenated gzip members is one stream, as for ``gzip -dc``. Line numbers
 are 1-based physical lines of the decompressed stream (empty lines are numbered but are not
@@ -27,20 +34,33 @@ counted as events).
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
-from collections.abc import Iterator
+import sys
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 import orjson
-from isal import isal_zlib
+from isal import igzip_lib, isal_zlib
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from schemas.gharchive import RawPullRequestEvent
 
-__all__ = ["HourScanner", "ScanOutput", "ScanProblem", "ScanStats", "scan_file"]
+__all__ = [
+    "HourScanner",
+    "Inflated",
+    "ScanOutput",
+    "ScanProblem",
+    "ScanStats",
+    "inflated_ahead",
+    "quick_gil_handoff",
+    "scan_file",
+]
 
 SAMPLE_BYTES = 2048
 GZIP_MAGIC = b"\x1f\x8b"
@@ -53,12 +73,18 @@ _ID_KEY = b'{"id":"'
 _TYPE_KEY = b'","type":"'
 _PR_TYPE_VALUE = b'PullRequestEvent"'
 _TYPE_WINDOW = 64  # '{"id":"' + the id digits + '","type":"' fit in it
-# Keys only the full PR object has; a slim one holds only url, id, number, head, base.
-_FULL_ONLY_KEYS = ("merged", "title", "user")
 _SCHEMA_VERSION = RawPullRequestEvent.SCHEMA_VERSION
 _validate = RawPullRequestEvent.model_validate
+# Stands in for a full payload's pull_request object while the record is validated: the field
+# is ``dict[str, Any]``, which the parsed object is (orjson gives str keys), so copying its
+# ~60 keys through pydantic would check nothing more; the record written carries the object.
+_PR_PLACEHOLDER: dict[str, Any] = {}
 # isal's stubs declare ``error`` as an instance; it is the exception class (IsalError).
 _GZIP_ERROR = cast("type[Exception]", isal_zlib.error)
+# Decompressed bytes per ISA-L call (one GIL release each): ~600 KiB of GH Archive gzip.
+INFLATE_PIECE = 4 << 20
+# The interpreter's thread switch interval while a worker inflates (see quick_gil_handoff).
+GIL_SWITCH_SECONDS = 0.00025
 
 
 @dataclass(slots=True)
@@ -72,7 +98,16 @@ class ScanProblem:
 
 
 ScanOutput = tuple[bytes, bytes] | ScanProblem
-_Inflated = tuple[list[bytes], str | None]
+_Line = bytes | memoryview
+
+
+@dataclass(slots=True)
+class Inflated:
+    """What ``HourScanner.inflate`` made of one compressed chunk, for ``HourScanner.scan``."""
+
+    compressed: int  # bytes of the chunk
+    texts: list[bytes]  # its decompressed pieces, in order
+    error: str | None = None  # the stream fault that stopped decompression in this chunk
 
 
 @dataclass(slots=True)
@@ -124,17 +159,39 @@ class HourScanner:
 
     def feed(self, chunk: bytes) -> list[ScanOutput]:
         """Take the next compressed bytes; return the records and problems they completed."""
-        out: list[ScanOutput] = []
+        return self.scan(self.inflate(chunk))
+
+    def inflate(self, chunk: bytes) -> Inflated:
+        """The first half of ``feed``: hash and decompress ``chunk``.
+
+        It touches only the hash and decompression state, so it may run in another thread
+        while ``scan`` handles earlier chunks, provided that calls are made one at a time, in
+        chunk order, that every result goes to ``scan`` in that order, and that ``close`` comes
+        after the last ``scan``. Never raises for bad input or a bug: it returns the error.
+        """
         if not chunk or self._closed:
+            return Inflated(0, [])
+        self._sha.update(chunk)
+        if self._dead or self._inflate_error is not None:  # nothing more is decompressed
+            return Inflated(len(chunk), [])
+        try:
+            texts, error = self._inflate(chunk)
+        except Exception as exc:  # a bug must not lose the hour silently: report, stop
+            self._inflate_error = f"scanner error: {type(exc).__name__}: {exc}"
+            return Inflated(len(chunk), [], self._inflate_error)
+        return Inflated(len(chunk), texts, error)
+
+    def scan(self, inflated: Inflated) -> list[ScanOutput]:
+        """The second half of ``feed``: the records and problems ``inflated`` completed."""
+        out: list[ScanOutput] = []
+        if self._closed:
             return out
-        self.stats.compressed_bytes += len(chunk)
+        self.stats.compressed_bytes += inflated.compressed
         if self._dead:
-            self._sha.update(chunk)
             return out
         try:
-            self._use(self._inflate(chunk), out)
+            self._use(inflated, out)
         except Exception as exc:  # a bug must not lose the hour silently: report, stop
-            self._inflate_error = self._inflate_error or "scanner error"
             self._fail("corrupt-gzip", f"scanner error: {type(exc).__name__}: {exc}", out)
         return out
 
@@ -179,27 +236,24 @@ class HourScanner:
         self.stats.problems[reason] += 1
         out.append(ScanProblem(0, reason, error, b""))
 
-    def _use(self, inflated: _Inflated, out: list[ScanOutput]) -> None:
+    def _use(self, inflated: Inflated, out: list[ScanOutput]) -> None:
         """Scan what ``_inflate`` produced, in order; then report its stream error, if any."""
-        texts, error = inflated
-        for text in texts:
+        for text in inflated.texts:
             if self._dead:
                 return
             self.stats.decompressed_bytes += len(text)
             self._consume(text, out)
-        if error is not None and not self._dead:
-            self._fail("corrupt-gzip", error, out)
+        if inflated.error is not None and not self._dead:
+            self._fail("corrupt-gzip", inflated.error, out)
 
-    def _inflate(self, data: bytes) -> _Inflated:
-        """Hash and decompress compressed bytes (any number of gzip members): the decompressed
-        pieces, and the error that stopped the stream (then nothing more is decompressed)."""
-        self._sha.update(data)
+    def _inflate(self, data: bytes) -> tuple[list[bytes], str | None]:
+        """Decompress compressed bytes (any number of gzip members): the decompressed pieces,
+        and the error that stopped the stream (then nothing more is decompressed)."""
         texts: list[bytes] = []
-        if self._inflate_error is not None:
-            return texts, None
+        piece = INFLATE_PIECE
         while data:
             if self._decompressor is None:
-                self._decompressor = isal_zlib.decompressobj(wbits=31)
+                self._decompressor = igzip_lib.IgzipDecompressor(flag=igzip_lib.DECOMP_GZIP)
                 self._member_head = b""
             if len(self._member_head) < 2:
                 self._member_head += data[: 2 - len(self._member_head)]
@@ -209,20 +263,29 @@ class HourScanner:
                         f"(member {self._members + 1})"
                     )
                     return texts, self._inflate_error
+            decompressor = self._decompressor
             try:
-                text = self._decompressor.decompress(data)
+                text = decompressor.decompress(data, piece)
+                # Output stops at ``piece`` bytes: go on while input is left, or while the
+                # piece came back full (ISA-L may hold more output of the input it took).
+                while True:
+                    if text:
+                        texts.append(text)
+                    if decompressor.eof or (len(text) < piece and decompressor.needs_input):
+                        break
+                    if not text:  # no progress: wait for more input
+                        break
+                    text = decompressor.decompress(b"", piece)
             except _GZIP_ERROR as exc:
                 self._inflate_error = (
                     f"corrupt gzip data in member {self._members + 1}, at or before compressed "
                     f"byte {self._inflated_bytes + len(data)}: {exc}"
                 )
                 return texts, self._inflate_error
-            if text:
-                texts.append(text)
-            if not self._decompressor.eof:
+            if not decompressor.eof:
                 self._inflated_bytes += len(data)
                 return texts, None
-            unused = self._decompressor.unused_data
+            unused = decompressor.unused_data
             self._inflated_bytes += len(data) - len(unused)
             data = unused
             self._decompressor = None
@@ -266,9 +329,11 @@ class HourScanner:
         A GH Archive line starts ``{"id":"<digits>","type":"<Type>"``: the event type is read
         right there (inside a JSON string every quote is escaped, so the first ``","type":"``
         after ``{"id":"`` is the top-level key). A line shaped otherwise is searched whole for
-        the needle. Only lines that may be PullRequestEvents are cut out and parsed.
+        the needle. Only lines that may be PullRequestEvents are parsed, from a view of
+        ``buf``.
         """
         find, startswith = buf.find, buf.startswith
+        view = memoryview(buf)
         limit = self.max_line_bytes
         line_no = self._line_no
         lines = 0
@@ -292,11 +357,11 @@ class HourScanner:
                 t = find(_TYPE_KEY, pos + 7, nl if nl - pos < _TYPE_WINDOW else pos + _TYPE_WINDOW)
                 if t != -1:
                     if startswith(_PR_TYPE_VALUE, t + 10):
-                        self._parse_line(buf[pos:nl], line_no, out)
+                        self._parse_line(view[pos:nl], line_no, out)
                 elif find(NEEDLE, pos, nl) != -1:
-                    self._parse_line(buf[pos:nl], line_no, out)
+                    self._parse_line(view[pos:nl], line_no, out)
             elif find(NEEDLE, pos, nl) != -1:
-                self._parse_line(buf[pos:nl], line_no, out)
+                self._parse_line(view[pos:nl], line_no, out)
             pos = nl + 1
         self._line_no = line_no
         self.stats.lines += lines
@@ -325,13 +390,14 @@ class HourScanner:
     # -- records -------------------------------------------------------------------------
 
     def _problem(
-        self, out: list[ScanOutput], line_no: int, reason: str, error: str, line: bytes
+        self, out: list[ScanOutput], line_no: int, reason: str, error: str, line: _Line
     ) -> None:
         self.stats.problems[reason] += 1
-        out.append(ScanProblem(line_no, reason, error, line[:SAMPLE_BYTES]))
+        out.append(ScanProblem(line_no, reason, error, bytes(line[:SAMPLE_BYTES])))
 
-    def _parse_line(self, line: bytes, line_no: int, out: list[ScanOutput]) -> None:
-        """One line holding the needle: parse, keep it if it is a PullRequestEvent."""
+    def _parse_line(self, line: _Line, line_no: int, out: list[ScanOutput]) -> None:
+        """One line holding the needle (a view of the buffer: not copied to parse it): parse,
+        keep it if it is a PullRequestEvent."""
         try:
             event = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
@@ -354,7 +420,7 @@ class HourScanner:
             self.stats.pull_request_events += 1
 
     def _normalise(
-        self, event: dict[str, Any], line: bytes, line_no: int, out: list[ScanOutput]
+        self, event: dict[str, Any], line: _Line, line_no: int, out: list[ScanOutput]
     ) -> tuple[bytes, bytes] | None:
         """A parsed PullRequestEvent (full or slim payload) -> (key, RawPullRequestEvent JSON)."""
         repo = _obj(event.get("repo")).get("name")
@@ -386,7 +452,7 @@ class HourScanner:
                 line,
             )
             return None
-        full = any(k in pr for k in _FULL_ONLY_KEYS)
+        full = "merged" in pr or "title" in pr or "user" in pr  # keys only a full PR object has
         head = _obj(pr.get("head"))
         base = _obj(pr.get("base"))
         head_repo_obj = _obj(head.get("repo"))
@@ -410,7 +476,7 @@ class HourScanner:
             "head_sha": head.get("sha"),
             "head_repo": head_repo,
             "org_login": _obj(event.get("org")).get("login"),
-            "pull_request": pr if full else None,
+            "pull_request": _PR_PLACEHOLDER if full else None,
             "gharchive_hour": self.hour,
         }
         try:
@@ -422,6 +488,8 @@ class HourScanner:
             else:
                 self._problem(out, line_no, "invalid-record", _brief(errors), line)
             return None
+        if full:
+            record["pull_request"] = pr
         return f"{repo}#{number}".encode(), orjson.dumps(record)
 
 
@@ -435,12 +503,64 @@ def _brief(errors: list[ErrorDetails], only: str | None = None) -> str:
     return "RawPullRequestEvent: " + "; ".join(parts)
 
 
+_handoff_lock = threading.Lock()
+_handoff_users = 0
+_handoff_restore = 0.005
+
+
+@contextlib.contextmanager
+def quick_gil_handoff(seconds: float | None = None) -> Iterator[None]:
+    """Lower the interpreter's thread switch interval (``sys.setswitchinterval``) to at most
+    ``seconds`` (default ``GIL_SWITCH_SECONDS``) while the block runs, so that an inflate
+    worker waiting for the GIL gets it soon; the interval is put back when the last of the
+    overlapping blocks ends (several hours of one ingest run overlap). Process-wide, as the
+    interval is."""
+    global _handoff_users, _handoff_restore
+    seconds = GIL_SWITCH_SECONDS if seconds is None else seconds
+    with _handoff_lock:
+        if _handoff_users == 0:
+            _handoff_restore = sys.getswitchinterval()
+        _handoff_users += 1
+        sys.setswitchinterval(min(seconds, sys.getswitchinterval()))
+    try:
+        yield
+    finally:
+        with _handoff_lock:
+            _handoff_users -= 1
+            if _handoff_users == 0:
+                sys.setswitchinterval(_handoff_restore)
+
+
+def inflated_ahead(
+    scanner: HourScanner, chunks: Iterable[bytes], depth: int = 2
+) -> Iterator[Inflated]:
+    """``scanner.inflate`` of every chunk, in order, computed in a worker thread up to ``depth``
+    chunks ahead of the caller (who scans one while the next ones inflate on another core)."""
+    with (
+        quick_gil_handoff(),
+        ThreadPoolExecutor(1, thread_name_prefix="swe-stream-inflate") as worker,
+    ):
+        ahead: collections.deque[Future[Inflated]] = collections.deque()
+        try:
+            for chunk in chunks:
+                ahead.append(worker.submit(scanner.inflate, chunk))
+                if len(ahead) > depth:
+                    yield ahead.popleft().result()
+            while ahead:
+                yield ahead.popleft().result()
+        finally:
+            for future in ahead:
+                future.cancel()
+
+
 def scan_file(
     path: Path, hour: str, pipeline_version: int, chunk_size: int = 1 << 20
 ) -> Iterator[ScanOutput]:
-    """Feed a local (possibly multi-member) gzip file through a HourScanner."""
+    """Feed a local (possibly multi-member) gzip file through a HourScanner, the next chunks
+    inflating in a worker thread while this one scans."""
     scanner = HourScanner(hour, pipeline_version)
     with open(path, "rb") as f:
-        while chunk := f.read(chunk_size):
-            yield from scanner.feed(chunk)
+        chunks = iter(lambda: f.read(chunk_size), b"")
+        for inflated in inflated_ahead(scanner, chunks):
+            yield from scanner.scan(inflated)
     yield from scanner.close()

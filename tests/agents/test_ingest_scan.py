@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import sys
+import threading
 import zlib
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents.ingest_scan import HourScanner, ScanOutput, ScanProblem, scan_file
+from agents import ingest_scan
+from agents.ingest_scan import (
+    HourScanner,
+    ScanOutput,
+    ScanProblem,
+    inflated_ahead,
+    quick_gil_handoff,
+    scan_file,
+)
 from schemas import RawPullRequestEvent
 
 pytestmark = pytest.mark.unit
@@ -391,6 +401,112 @@ def test_feed_after_close_and_double_close(hour0_gz: bytes) -> None:
     assert scanner.feed(b"more") == []
     assert scanner.close() == []
     assert scanner.stats.pull_request_events == 315
+
+
+# -- the two halves: inflate (in a worker thread) and scan ---------------------------------
+
+
+def damaged_inputs(hour0_gz: bytes, hour1_gz: bytes) -> dict[str, bytes]:
+    corrupt = bytearray(hour0_gz)
+    for i in range(len(corrupt) // 2, len(corrupt) // 2 + 64):
+        corrupt[i] ^= 0xA5
+    return {
+        "clean": hour0_gz,
+        "two members": hour0_gz + hour1_gz,
+        "cut": hour0_gz[: len(hour0_gz) * 6 // 10],
+        "corrupt": bytes(corrupt),
+        "garbage after": hour0_gz + b"this is not gzip",
+        "empty": b"",
+    }
+
+
+def fingerprint(scanner: HourScanner) -> tuple[Any, ...]:
+    s = scanner.stats
+    return (s.lines, s.pull_request_events, s.compressed_bytes, s.decompressed_bytes,
+            dict(s.problems), s.truncated, s.sha256)  # fmt: skip
+
+
+@pytest.mark.parametrize("chunk", [4096, 100_003, 1 << 20])
+@pytest.mark.parametrize("depth", [1, 3])
+def test_inflating_ahead_in_a_thread_is_feeding_in_order(
+    gharchive: Path, hour0_gz: bytes, chunk: int, depth: int
+) -> None:
+    hour1_gz = (gharchive / f"{HOUR1}.json.gz").read_bytes()
+    for name, data in damaged_inputs(hour0_gz, hour1_gz).items():
+        serial = HourScanner(HOUR0, PIPELINE_VERSION)
+        expected: list[ScanOutput] = []
+        for i in range(0, len(data), chunk):
+            expected += serial.feed(data[i : i + chunk])
+        expected += serial.close()
+
+        threaded = HourScanner(HOUR0, PIPELINE_VERSION)
+        pieces = (data[i : i + chunk] for i in range(0, len(data), chunk))
+        got: list[ScanOutput] = []
+        for inflated in inflated_ahead(threaded, pieces, depth):
+            got += threaded.scan(inflated)
+        got += threaded.close()
+        assert got == expected, name
+        assert fingerprint(threaded) == fingerprint(serial), name
+
+
+@pytest.mark.parametrize("piece", [1000, 65_537])
+def test_small_inflate_pieces_change_nothing(
+    gharchive: Path,
+    hour0_gz: bytes,
+    hour0_records: list[tuple[bytes, bytes]],
+    piece: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ISA-L's output comes in pieces of at most INFLATE_PIECE bytes: many per chunk here."""
+    hour1_gz = (gharchive / f"{HOUR1}.json.gz").read_bytes()
+    inputs = damaged_inputs(hour0_gz, hour1_gz)
+    corrupt = inputs.pop("corrupt")
+    expected = {name: scan(data, 100_003) for name, data in inputs.items()}
+    monkeypatch.setattr(ingest_scan, "INFLATE_PIECE", piece)
+    for name, data in inputs.items():
+        for chunk in (None, 100_003):
+            assert scan(data, chunk) == expected[name], name
+    assert records(expected["clean"]) == hour0_records
+    # a corrupt stream keeps what came before the damage (in whole pieces), then stops
+    out = scan(corrupt)
+    got = records(out)
+    assert 0 < len(got) < 315
+    assert got == hour0_records[: len(got)]
+    assert [p.reason for p in problems(out)] == ["corrupt-gzip"]
+
+
+def test_one_byte_inflate_pieces(hour0_lines: list[bytes], monkeypatch: pytest.MonkeyPatch) -> None:
+    data = gzip.compress(b"\n".join(hour0_lines[:300]) + b"\n")
+    expected = scan(data)
+    assert len(records(expected)) > 0
+    monkeypatch.setattr(ingest_scan, "INFLATE_PIECE", 1)
+    assert scan(data) == scan(data, 7) == expected
+
+
+def test_scan_file_stops_its_worker_when_abandoned(gharchive: Path) -> None:
+    before = sys.getswitchinterval()
+    outputs = scan_file(gharchive / f"{HOUR0}.json.gz", HOUR0, PIPELINE_VERSION, chunk_size=4096)
+    assert isinstance(next(outputs), tuple)
+    assert sys.getswitchinterval() == pytest.approx(ingest_scan.GIL_SWITCH_SECONDS)
+    outputs.close()
+    assert sys.getswitchinterval() == pytest.approx(before)
+    assert not any(t.name.startswith("swe-stream-inflate") for t in threading.enumerate())
+
+
+def test_quick_gil_handoff_holds_until_the_last_overlapping_block_ends() -> None:
+    before = sys.getswitchinterval()
+    first, second = quick_gil_handoff(0.001), quick_gil_handoff(0.0002)
+    first.__enter__()
+    assert sys.getswitchinterval() == pytest.approx(0.001)
+    second.__enter__()
+    assert sys.getswitchinterval() == pytest.approx(0.0002)
+    first.__exit__(None, None, None)  # not the last one: stays low
+    assert sys.getswitchinterval() == pytest.approx(0.0002)
+    second.__exit__(None, None, None)
+    assert sys.getswitchinterval() == pytest.approx(before)
+    with quick_gil_handoff(), quick_gil_handoff(1.0):  # never raises the interval
+        assert sys.getswitchinterval() == pytest.approx(ingest_scan.GIL_SWITCH_SECONDS)
+    assert sys.getswitchinterval() == pytest.approx(before)
 
 
 # -- properties ----------------------------------------------------------------------------

@@ -212,19 +212,48 @@ def test_the_corpus_has_at_least_50_cases_in_every_section() -> None:
 # -- GH Archive hours: Ingestor.ingest_hour (HourScanner) -------------------------------------
 
 
+class RecordedBatch:
+    """What ``BatchPublisher`` needs of an aiokafka batch: records appended until it is full."""
+
+    def __init__(self, capacity: int | None = None) -> None:
+        self.records: list[tuple[bytes, bytes]] = []
+        self.capacity = capacity
+
+    def append(self, *, timestamp: int | None, key: bytes, value: bytes) -> int | None:
+        if self.capacity is not None and len(self.records) >= self.capacity:
+            return None
+        self.records.append((key, value))
+        return len(self.records)
+
+
 class RecordingProducer:
-    """What ``Ingestor`` needs of an aiokafka producer: sends are recorded and acknowledged."""
+    """What ``Ingestor`` needs of an aiokafka producer: sends (one record, or a batch of them)
+    are recorded and acknowledged."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, bytes, bytes]] = []
 
-    async def send(self, topic_name: str, value: bytes, key: bytes) -> Any:
+    @staticmethod
+    def _acknowledged() -> Any:
         import asyncio
 
-        self.sent.append((topic_name, key, value))
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         done.set_result(None)
         return done
+
+    async def send(self, topic_name: str, value: bytes, key: bytes) -> Any:
+        self.sent.append((topic_name, key, value))
+        return self._acknowledged()
+
+    async def partitions_for(self, topic_name: str) -> set[int]:
+        return {0}
+
+    def create_batch(self) -> RecordedBatch:
+        return RecordedBatch()
+
+    async def send_batch(self, batch: RecordedBatch, topic_name: str, *, partition: int) -> Any:
+        self.sent.extend((topic_name, key, value) for key, value in batch.records)
+        return self._acknowledged()
 
     async def send_and_wait(self, topic_name: str, value: bytes, key: bytes) -> None:
         self.sent.append((topic_name, key, value))
@@ -233,14 +262,42 @@ class RecordingProducer:
         return [(k, v) for t, k, v in self.sent if t == topic_name]
 
 
+class UnacknowledgingProducer(RecordingProducer):
+    """Takes batches of 40 records and fails every other one, as batches a broker never
+    acknowledged fail (the failure aiokafka gives each record of the batch)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lost: list[tuple[bytes, bytes]] = []
+
+    def create_batch(self) -> RecordedBatch:
+        return RecordedBatch(capacity=40)
+
+    async def send_batch(self, batch: RecordedBatch, topic_name: str, *, partition: int) -> Any:
+        import asyncio
+
+        from aiokafka.errors import KafkaTimeoutError
+
+        if len(self.lost) < len(self.on(topic_name)):
+            self.lost += batch.records
+            failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            failed.set_exception(KafkaTimeoutError("batch expired"))
+            return failed
+        return await super().send_batch(batch, topic_name, partition=partition)
+
+
 async def ingest_file(
-    path: Path, monkeypatch: pytest.MonkeyPatch, max_line_bytes: int | None = None
+    path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    max_line_bytes: int | None = None,
+    producer: RecordingProducer | None = None,
+    chunk: int = CHUNK,
 ) -> tuple[ingest.HourReport, RecordingProducer]:
     if max_line_bytes is not None:  # the production limit (64 MiB) would need a huge file
         scanner = functools.partial(HourScanner, max_line_bytes=max_line_bytes)
         monkeypatch.setattr(ingest, "HourScanner", scanner)
-    producer = RecordingProducer()
-    async with GHArchiveClient("http://127.0.0.1:9", chunk_size=CHUNK) as client:
+    producer = producer or RecordingProducer()
+    async with GHArchiveClient("http://127.0.0.1:9", chunk_size=chunk) as client:
         (source,) = resolve_sources([str(path)], client.base_url)
         ingestor = Ingestor(
             producer=producer,
@@ -304,6 +361,26 @@ async def test_a_clean_hour_of_the_same_shape_is_done(monkeypatch: pytest.Monkey
         expect["problems"],
     )
     assert producer.on(GHARCHIVE_DLQ.name) == []
+
+
+async def test_unacknowledged_batches_leave_the_hour_partial_and_are_counted(
+    fixtures_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failed_before = counter(metrics.INGEST_ERRORS, reason="publish-failed")
+    producer = UnacknowledgingProducer()
+    hour = fixtures_dir / "gharchive" / f"{HOUR}.json.gz"
+    report, _ = await ingest_file(hour, monkeypatch, None, producer, chunk=1 << 16)
+    acknowledged = producer.on(PULL_REQUEST_EVENTS.name)
+    assert 0 < len(producer.lost) < 315
+    assert len(acknowledged) + len(producer.lost) == 315  # every record once, one or the other
+    assert (report.status, report.published) == ("partial", len(acknowledged))
+    assert f"{len(producer.lost)} records not published" in (report.error or "")
+    assert "KafkaTimeoutError" in (report.error or "")
+    failed = counter(metrics.INGEST_ERRORS, reason="publish-failed")
+    assert failed == failed_before + len(producer.lost)
+    [(_, value)] = producer.on(GHARCHIVE_HOURS.name)
+    entry = HourLedgerEntry.from_json(value)
+    assert (entry.status, entry.pull_request_events) == ("partial", len(acknowledged))
 
 
 @cases("gharchive", entry="plan_sources")
