@@ -3,8 +3,10 @@ them after a task may touch when several processes share one engine."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
+import socket
 import subprocess
 import sys
 import tarfile
@@ -23,7 +25,12 @@ from streams.evaluation.environments import (
     _build_lock,
     process_tag,
 )
-from streams.evaluation.sandbox import remove_orphan_images
+from streams.evaluation.sandbox import (
+    BUILDER_LABEL,
+    Sandbox,
+    remove_orphan_images,
+    remove_orphans,
+)
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.docker
@@ -347,4 +354,31 @@ def test_a_build_shows_its_layer_step_and_time_while_it_runs(
         assert any("resolving part" in m for m in running)
         assert any(m.startswith(f"built env image {env.tag} in ") for m in messages)
     finally:
+        builder.release(env, None)
+
+
+def test_a_build_container_a_dead_process_left_is_removed_and_its_images_children_are_not(
+    docker_client: Any, base_image: str
+) -> None:
+    """A process killed mid-build leaves its build container running; the next process
+    removes it by its builder label. An image a build committed carries that label emptied,
+    so the sandboxes later made from it are never taken for a dead builder's."""
+    builder = EnvironmentBuilder(docker_client, base_image, "base", package_cache="")
+    env = builder.env_image(f"swe-stream-test/builder-{process_tag()}", RECIPE)
+    dead = f"{socket.gethostname()}:999999999:-"  # no such pid
+    left = docker_client.containers.create(
+        env.tag, ["sleep", "infinity"], labels={BUILDER_LABEL: dead}, log_config={"type": "none"}
+    )
+    left.start()
+    try:
+        labels = docker_client.images.get(env.tag).labels
+        assert labels.get(BUILDER_LABEL) == ""  # emptied on the committed image
+        with Sandbox(docker_client, env.tag, workdir="/") as box:
+            assert remove_orphans(docker_client) >= 1
+            remaining = {c["Id"] for c in docker_client.api.containers(all=True)}
+            assert left.id not in remaining
+            assert box.container_id in remaining  # made from a built image: left alone
+    finally:
+        with contextlib.suppress(Exception):
+            left.remove(force=True)
         builder.release(env, None)
