@@ -311,10 +311,10 @@ class HarnessEngine:
         )
 
     def run_agent(self, task: TaskWorkspace, prepared: Prepared) -> AgentRun:
-        """The agent in its container (``prepared``: made while the sanity run ran)."""
+        """The agent in its container (``prepared``: made, and the prompt put in it, while the
+        sanity run ran)."""
         options = self.options
         with prepared.take() as box:
-            box.put_file(PROMPT_FILE, task.prompt)
             result = box.run(
                 options.agent_command,
                 timeout=options.agent_timeout_seconds,
@@ -394,7 +394,11 @@ class HarnessEngine:
         # containers are made and removed here, in the background, one after another: a
         # phase's container is ready when it starts and the next does not wait for its removal
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="harness-prepare") as pool:
-            agent_box = Prepared(pool, self.agent_sandbox(environment, task, name, pool))
+            agent_box = Prepared(
+                pool,
+                self.agent_sandbox(environment, task, name, pool),
+                lambda box: box.put_file(PROMPT_FILE, task.prompt),
+            )
             grader = Prepared(pool, self.grading_sandbox(environment))
             try:
                 phases.sanity = self.grade(environment, task, "", checks, remover=pool)
@@ -468,14 +472,27 @@ class Phases:
 
 
 class Prepared:
-    """A sandbox started in the background (``pool``) while something else runs. ``take``
-    waits for it and hands it over, started (its ``with`` block removes it); ``discard``
-    removes it when nobody took it."""
+    """A sandbox started in the background (``pool``) while something else runs, and then
+    given to ``then`` (files to put in it, say). ``take`` waits for it and hands it over,
+    started (its ``with`` block removes it); ``discard`` removes it when nobody took it."""
 
-    def __init__(self, pool: ThreadPoolExecutor, box: Sandbox):
+    def __init__(
+        self, pool: ThreadPoolExecutor, box: Sandbox, then: Callable[[Sandbox], None] | None = None
+    ):
         self.box = box
-        self.future = pool.submit(box.__enter__)
+        self.future = pool.submit(self._start, box, then)
         self.taken = False
+
+    @staticmethod
+    def _start(box: Sandbox, then: Callable[[Sandbox], None] | None) -> Sandbox:
+        box.__enter__()
+        try:
+            if then is not None:
+                then(box)
+        except BaseException:
+            box.__exit__(None, None, None)  # nobody will take it: removed here
+            raise
+        return box
 
     def take(self) -> Sandbox:
         self.taken = True
