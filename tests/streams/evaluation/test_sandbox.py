@@ -166,3 +166,4 @@ def test_workers_removing_the_same_orphans_at_once_all_succeed(
     assert len(removed) == len(threads) and sum(removed) > 0
     left = {c["Id"] for c in listed_containers(docker_client, f"{OWNER_LABEL}={dead_owner}")}
     assert left == set()
+    assert not orphans & {c["Id"] for c in docker_client.api.containers(all=True)}
