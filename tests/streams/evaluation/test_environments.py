@@ -258,7 +258,9 @@ def test_images_of_a_process_that_died_are_removed_by_the_next_one(
         assert len(left) == 2
         for tag in left:  # left behind
             docker_client.images.get(tag)
-        assert remove_orphan_images(docker_client) >= 2
+        # (not how many this call counted: other test processes of the host remove dead
+        # processes' images too, as any validator does when it first uses Docker)
+        remove_orphan_images(docker_client)
         for tag in left:
             assert not docker_client.images.list(name=tag), tag
         # a live process's images, dropped layers included, are left alone
