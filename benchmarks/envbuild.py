@@ -38,8 +38,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from streams.clients.git import RepoCache
-from streams.core.settings import DockerSettings, ValidateSettings
+from benchmarks.corpus_engine import DEFAULT_CORPUS, corpus_validator
+from streams.core.settings import DockerSettings
 from streams.evaluation.environments import (
     ENV_DIR,
     VENV,
@@ -50,8 +50,6 @@ from streams.evaluation.environments import (
 from streams.evaluation.validator import Validator, docker_from_env
 from streams.offline.corpus import CorpusError, load_corpus
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CORPUS = ROOT.parent / "shared" / "fixtures" / "corpus"
 DEFAULT_REPOS = "itsdangerous,tenacity,pyjwt,marshmallow,arrow"
 TARGET = 3.0
 
@@ -124,13 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     volume = f"swe-stream-bench-packages-{process_tag()}"
     docker = DockerSettings(package_cache=volume)
     work = Path(tempfile.mkdtemp(prefix="swe-stream-envbuild-"))
-    validator = Validator(
-        RepoCache(work / "repos", corpus.git_url_template),
-        lambda: client,
-        docker,
-        ValidateSettings(),
-        1,
-    )
+    validator = corpus_validator(corpus, work, client, docker)
     recipes = recipes_of(corpus, validator)
     builder = EnvironmentBuilder(client, docker.base_image, "base", package_cache=volume)
     started = time.monotonic()

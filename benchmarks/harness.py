@@ -34,8 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from streams.clients.git import RepoCache
-from streams.core.settings import DockerSettings, ValidateSettings, load_settings
+from benchmarks.corpus_engine import DEFAULT_CORPUS, corpus_validator
+from streams.core.settings import DockerSettings, load_settings
 from streams.evaluation.harness import HarnessEngine, HarnessOptions, task_checks
 from streams.evaluation.sandbox import Limits
 from streams.evaluation.taskdir import WORKSPACE, find_task_dirs, load_workspace
@@ -50,8 +50,6 @@ from streams.evaluation.validator import (
 )
 from streams.offline.corpus import CorpusError, load_corpus
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CORPUS = ROOT.parent / "shared" / "fixtures" / "corpus"
 DEFAULT_REPOS = "marko,arrow,dateutil"
 TARGET = 2.5
 
@@ -116,13 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     client = docker_from_env()
     settings = load_settings()
     docker = DockerSettings(**(settings.docker.model_dump() | {"cache_level": "instance"}))
-    validator = Validator(
-        RepoCache(workdir / "repos", corpus.git_url_template),
-        lambda: client,
-        docker,
-        ValidateSettings(),
-        1,
-    )
+    validator = corpus_validator(corpus, workdir, client, docker)
     agent = workdir / "agent"
     agent.mkdir(parents=True, exist_ok=True)
     options = HarnessOptions(

@@ -50,6 +50,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
+from benchmarks.corpus_engine import DEFAULT_CORPUS
 from schemas import LedgerEntry, ValidatedTask
 from streams.core.settings import DockerSettings, validations_for_machine
 from streams.evaluation.environments import LABEL as LAYER_LABEL
@@ -62,8 +63,6 @@ from streams.kafka.topics import VALIDATED
 from streams.offline.corpus import Corpus, CorpusError, load_corpus, serve_corpus
 from streams.pipeline.ledger import read_ledger
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CORPUS = ROOT.parent / "shared" / "fixtures" / "corpus"
 SWE_STREAM = str(Path(sys.executable).with_name("swe-stream"))
 
 # validate's reasons that say the tests ran at the base commit (and what they showed)

@@ -50,19 +50,19 @@ LABEL = "org.swe-stream.layer"
 VENV = "/opt/venv"
 TESTBED = "/testbed"
 ENV_DIR = "/opt/swe-env"  # where the env layer gets the recipe's dependency files
+# The mirrors these images use may serve a suite's Release file after its Valid-Until (a
+# snapshot, testing's short validity): signatures are still checked, the date is not.
+APT_OPTIONS = "-o Acquire::Check-Valid-Until=false"
 DEFAULT_PACKAGE_CACHE = "swe-stream-packages"  # the Docker volume every build shares
 # the tools layer: a venv, today's pip and uv, and git (registry images such as
 # python:3.12-slim lack it; patches are applied with it)
 TOOLS_STEPS = (
     "command -v git >/dev/null && command -v patch >/dev/null || (apt-get "
-    "-o Acquire::Check-Valid-Until=false update && apt-get install -y "
+    f"{APT_OPTIONS} update && apt-get install -y "
     "--no-install-recommends git patch && rm -rf /var/lib/apt/lists/*)",
     f"python3 -m venv {VENV}",
     f"{VENV}/bin/python -m pip install --quiet --upgrade pip uv",
 )
-# The mirrors these images use may serve a suite's Release file after its Valid-Until (a
-# snapshot, testing's short validity): signatures are still checked, the date is not.
-APT_OPTIONS = "-o Acquire::Check-Valid-Until=false"
 _TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 

@@ -19,16 +19,14 @@ volume is not part of it. Every step runs under ``timeout -s KILL``.
 
 from __future__ import annotations
 
-import io
 import logging
 import shlex
-import tarfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams.evaluation.sandbox import BUILDER_LABEL, owner_label
+from streams.evaluation.sandbox import BUILDER_LABEL, owner_label, tar_files
 
 log = logging.getLogger("swe_stream.environments")
 
@@ -90,18 +88,6 @@ def cache_variables(package_cache: str) -> dict[str, str]:
     }
 
 
-def _tar(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for path, data in files.items():
-            info = tarfile.TarInfo(path.lstrip("/"))
-            info.size = len(data)
-            info.mode = 0o644
-            info.mtime = 0  # a reproducible image
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
 class ImageBuild:
     """Builds ``plan`` on the engine behind ``client``; ``run()`` returns the image."""
 
@@ -130,8 +116,10 @@ class ImageBuild:
         )
         try:
             container.start()
-            for directory, archive in [*archives, ("/", _tar(plan.files))]:
-                self._exec(container, f"mkdir -p {shlex.quote(directory)}", quiet=True)
+            # the plan's files are a reproducible tar of absolute paths (mtime 0)
+            for directory, archive in [*archives, ("/", tar_files(plan.files))]:
+                if directory != "/":
+                    self._exec(container, f"mkdir -p {shlex.quote(directory)}", quiet=True)
                 if not container.put_archive(directory, archive):
                     raise ImageBuildError(f"could not copy files into {plan.tag}", layer=plan.layer)
             for number, step in enumerate(plan.steps, 1):

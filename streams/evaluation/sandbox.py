@@ -26,7 +26,7 @@ import shlex
 import socket
 import tarfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from types import TracebackType
@@ -203,6 +203,21 @@ show "$d/o"; echo; echo "{timing} $((e - s))"; show "$d/e" >&2; rm -rf "$d"; exi
 """
 
 
+def tar_files(files: Mapping[str, bytes | str], mode: int = 0o644, mtime: int = 0) -> bytes:
+    """A tar of ``files`` (absolute path -> content) to extract at ``/``; the directories on
+    the way are made by the extraction (root's, 0755)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for path, data in files.items():
+            payload = data.encode() if isinstance(data, str) else data
+            info = tarfile.TarInfo(path.lstrip("/"))
+            info.size = len(payload)
+            info.mode = mode
+            info.mtime = mtime
+            tar.addfile(info, io.BytesIO(payload))
+    return buffer.getvalue()
+
+
 def _remove_container(container: Any, keep: bool, read_only: bool) -> None:
     try:
         if keep and not read_only:
@@ -355,21 +370,12 @@ class Sandbox:
         """Write ``data`` to ``path`` (an absolute path) inside the container."""
         self.put_files({path: data}, mode)
 
-    def put_files(self, files: dict[str, bytes | str], mode: int = 0o644) -> None:
+    def put_files(self, files: Mapping[str, bytes | str], mode: int = 0o644) -> None:
         """Write each file (absolute path -> content) inside the container, in one call."""
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w") as tar:
-            for path, data in files.items():
-                payload = data.encode() if isinstance(data, str) else data
-                # the directories on the way are made by the extraction (root's, 0755)
-                info = tarfile.TarInfo(path.lstrip("/"))
-                info.size = len(payload)
-                info.mode = mode
-                info.mtime = int(time.time())
-                tar.addfile(info, io.BytesIO(payload))
+        archive = tar_files(files, mode, mtime=int(time.time()))
         if self.read_only:
-            self._extract([buffer.getvalue()], "/")
-        elif not self.container.put_archive("/", buffer.getvalue()):
+            self._extract([archive], "/")
+        elif not self.container.put_archive("/", archive):
             raise RuntimeError(f"could not copy {', '.join(files)} into the sandbox")
 
     def run(

@@ -193,6 +193,13 @@ class _Scan:
             self.pending.pop(test, None)
             self.pending[test] = None
 
+    def subtest(self, test: str, outcome: str) -> None:
+        """A subtest of ``test`` ended with ``outcome`` (a failed one fails its test); the test
+        itself is still running."""
+        if outcome == "FAIL":
+            self.failed_subtests.add(test)
+        self.announce(test)
+
 
 def _known_ids(lines: list[str]) -> _KnownIds:
     known = _KnownIds()
@@ -236,9 +243,7 @@ def _read_xdist(body: str, scan: _Scan, known: _KnownIds) -> None:
         # "SUBFAILED[msg] (i=1) path::name" (pytest 9), "[msg] (i=1) SUBFAIL path::name"
         test = _id_after(body[subtest.end() :], known)
         if test is not None:
-            if subtest["outcome"] == "FAIL":
-                scan.failed_subtests.add(test)
-            scan.announce(test)
+            scan.subtest(test, subtest["outcome"])
         return
     match = _XDIST_RESULT.match(body)
     if match:
@@ -253,9 +258,7 @@ def _read_test_line(line: str, scan: _Scan, known: _KnownIds) -> None:
     test, rest = taken
     subtest = _SUBTEST.search(rest)
     if subtest:
-        if subtest["outcome"] == "FAIL":
-            scan.failed_subtests.add(test)
-        scan.announce(test)
+        scan.subtest(test, subtest["outcome"])
         return
     verbose = _VERBOSE.match(line)
     if verbose:
