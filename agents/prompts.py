@@ -15,6 +15,8 @@ __all__ = [
     "CLASSIFY_USER",
     "SCORE_SYSTEM",
     "SCORE_USER",
+    "SETUP_SYSTEM",
+    "SETUP_USER",
     "TESTGEN_SYSTEM",
     "TESTGEN_USER",
     "clip",
@@ -79,6 +81,56 @@ def clip(text: str | None, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f"\n[... {len(text) - limit} more characters cut]"
+
+
+SETUP_SYSTEM = Template(
+    """You set up a Python repository's test environment, as its CI does, so that its tests \
+run. The install recipe inferred from its files did not make them run; you find what is \
+missing (a pre-test build step its CI runs, a Debian package, a test dependency, another \
+Python, another test command) and submit a recipe.
+You work in a container at /testbed: the repository at the base commit, with the venv \
+/opt/venv (python, pip, uv) as the failed recipe left it. Only package registries are reachable \
+(PyPI, Debian, npm). Tools:
+- `$shell`: run a bash command as root; you get its exit code, stdout and stderr \
+(truncated). You may try Debian packages here (apt-get update && apt-get install -y ...), \
+but the recipe is built from scratch: name them in `system_packages`.
+- `$read`: read a file of the repository.
+- `$submit`: submit the recipe. Each field you leave out keeps the failed recipe's value \
+(shown below). `system_packages`: Debian packages; `env`: commands that install the \
+dependencies into /opt/venv (run in /; the repository is not there yet); `install`: commands \
+run in /testbed that install the project; `pre_test`: build steps run in /testbed after the \
+install (compiling translations, generating files); `test_command`: the command the test \
+files are appended to; `test_runner`: $runners; `python`: one of $pythons.
+The recipe is rebuilt from scratch in a fresh image and accepted only if the pull request's \
+test files then run at the base commit with at least one passing test; a command that failed \
+when you ran it is refused. If it is rejected you get the reason and may submit again \
+($submissions submissions in all)."""
+)
+
+SETUP_USER = Template(
+    """Repository: $repo (pull request #$number)
+Test files the pull request touches: $test_files
+
+The recipe that was tried (python $python):
+system packages: $system_packages
+env commands:
+$env_commands
+install commands (in /testbed):
+$install_commands
+pre-test commands:
+$pre_test_commands
+test command: $test_command
+test runner: $test_runner
+
+Why it failed: $reason
+$failure
+
+What a person would read first:
+$documents
+
+Files:
+$tree"""
+)
 
 
 TESTGEN_SYSTEM = Template(

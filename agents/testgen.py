@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import json
 import logging
 import posixpath
 import time
@@ -32,19 +31,13 @@ from pydantic import BaseModel, Field, ValidationError
 
 from agents.paths import is_test_path
 from agents.prompts import TESTGEN_SYSTEM, TESTGEN_USER, clip, render
+from agents.tool_loop import Budget, BudgetExhausted, ShellArgs, shell_result, tool_loop
 from schemas import PatchSet
-from streams.clients.llm import (
-    LLMClient,
-    Tool,
-    call_arguments,
-    call_name,
-    describe_error,
-    echo_call,
-)
+from streams.clients.llm import LLMClient, Tool, call_arguments, call_name, describe_error
 from streams.core import metrics
 from streams.core.settings import TestgenSettings
 from streams.evaluation.environments import TreeFiles
-from streams.evaluation.sandbox import ExecResult, Limits, Sandbox
+from streams.evaluation.sandbox import Limits, Sandbox
 from streams.evaluation.validator import (
     PATCH_DIR,
     Environment,
@@ -56,16 +49,9 @@ from streams.evaluation.validator import (
 log = logging.getLogger("swe_stream.testgen")
 
 PURPOSE = "testgen"
-TURN_LIMIT = "testgen_turn_limit"
+TURN_LIMIT = "testgen_turn_limit"  # the reasons of a conversation out of budget
 TOKEN_LIMIT = "testgen_token_limit"
 TIME_LIMIT = "testgen_time_limit"
-
-
-class ShellArgs(BaseModel):
-    command: str = Field(min_length=1, description="a bash command, run in /testbed")
-    timeout_seconds: float | None = Field(
-        default=None, gt=0, description="at most the configured per-command timeout"
-    )
 
 
 class SubmitArgs(BaseModel):
@@ -225,52 +211,28 @@ class AgenticTestGenerator:
         box: Sandbox,
         prove: Callable[[str, list[str]], Proof],
     ) -> GeneratedTests:
-        messages = self._messages(patches, environment)
-        deadline = time.monotonic() + self.settings.max_seconds
-        tokens = 0
-        for turn_no in range(1, self.settings.max_turns + 1):
-            if time.monotonic() >= deadline:
-                self._exhausted(turn_no - 1)
-                raise ValidationFailed(TIME_LIMIT, f"{self.settings.max_seconds:.0f} s")
-            if tokens >= self.settings.max_tokens:
-                self._exhausted(turn_no - 1)
-                raise ValidationFailed(TOKEN_LIMIT, f"{tokens} tokens")
-            fit_context(messages, self.settings.max_context_chars)
-            turn = await self.llm.chat(
-                messages,
-                [SHELL, SUBMIT],
-                purpose=PURPOSE,
-                max_tokens=self.settings.reply_max_tokens,
-            )
-            tokens += turn.prompt_tokens + turn.completion_tokens
-            if not turn.calls:
-                messages += [
-                    {"role": "assistant", "content": (turn.message or {}).get("content") or "…"},
-                    {"role": "user", "content": f"Use `{SHELL.name}` or `{SUBMIT.name}`."},
-                ]
-                continue
-            ids = [str(c.get("id") or f"call_{turn_no}_{i}") for i, c in enumerate(turn.calls)]
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": (turn.message or {}).get("content"),
-                    "tool_calls": [echo_call(c, i) for c, i in zip(turn.calls, ids, strict=True)],
-                }
-            )
-            for call, call_id in zip(turn.calls, ids, strict=True):
-                result, accepted = await self._answer(call, box, environment.tree, prove, deadline)
-                if accepted is not None:
-                    test_patch, proof = accepted
-                    metrics.TESTGEN_TURNS.labels(outcome="accepted").observe(turn_no)
-                    metrics.TESTGEN_ACCEPTED_TOKENS.observe(tokens)
-                    return GeneratedTests(test_patch, proof, turn_no, tokens)
-                messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
-        self._exhausted(self.settings.max_turns)
-        raise ValidationFailed(TURN_LIMIT, f"no accepted tests in {self.settings.max_turns} turns")
+        settings = self.settings
+        budget = Budget(
+            settings.max_turns,
+            settings.max_tokens,
+            settings.max_seconds,
+            settings.reply_max_tokens,
+            settings.max_context_chars,
+        )
 
-    @staticmethod
-    def _exhausted(turns: int) -> None:
-        metrics.TESTGEN_TURNS.labels(outcome="exhausted").observe(turns)
+        async def answer(call: dict[str, Any], deadline: float) -> tuple[str, Any]:
+            return await self._answer(call, box, environment.tree, prove, deadline)
+
+        messages = self._messages(patches, environment)
+        try:
+            accepted = await tool_loop(self.llm, messages, [SHELL, SUBMIT], answer, budget, PURPOSE)
+        except BudgetExhausted as exhausted:
+            metrics.TESTGEN_TURNS.labels(outcome="exhausted").observe(exhausted.turns)
+            raise ValidationFailed(f"testgen_{exhausted.limit}", exhausted.detail) from None
+        test_patch, proof = accepted.result
+        metrics.TESTGEN_TURNS.labels(outcome="accepted").observe(accepted.turns)
+        metrics.TESTGEN_ACCEPTED_TOKENS.observe(accepted.tokens)
+        return GeneratedTests(test_patch, proof, accepted.turns, accepted.tokens)
 
     async def _answer(
         self,
@@ -310,34 +272,6 @@ class AgenticTestGenerator:
             box.run, args.command, timeout=timeout, output_limit=self.settings.output_limit_bytes
         )
         return shell_result(result, timeout)
-
-
-def shell_result(result: ExecResult, timeout: float) -> str:
-    """What the model reads back from ``shell`` (JSON)."""
-    return json.dumps(
-        {
-            "exit_code": result.exit_code,
-            "timed_out": result.timed_out,
-            "note": f"killed after {timeout:.0f} s (timeout)" if result.timed_out else "",
-            "stdout": result.stdout,
-            "stderr": result.stderr,
-        }
-    )
-
-
-ELIDED = "[output elided to keep the conversation short; run the command again if needed]"
-
-
-def fit_context(messages: list[dict[str, Any]], max_chars: int) -> None:
-    """Keep the conversation under ``max_chars`` by eliding the oldest tool results (the
-    system and task messages and the calls themselves stay, so the pairing stays valid)."""
-    total = sum(len(str(m.get("content") or "")) for m in messages)
-    for message in messages:
-        if total <= max_chars:
-            return
-        if message["role"] == "tool" and message["content"] != ELIDED:
-            total -= len(message["content"]) - len(ELIDED)
-            message["content"] = ELIDED
 
 
 def make_test_generator(

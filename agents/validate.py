@@ -4,6 +4,12 @@ A task is only worth exporting if running its tests proves it: the validator
 (``streams.evaluation.validator``) builds the task's images, runs the PR's tests before and
 after the fix in a sandbox, and keeps FAIL_TO_PASS and PASS_TO_PASS from stable results.
 
+The environment is the first of the recipe chain that runs the tests: the remembered recipes
+of the repository (``streams.evaluation.recipes.memory``; one of another pipeline version is
+verified first), inference's, then the environment-setup agent (``agents.setup_agent``, when
+configured) for PRs whose tests none of them made run. The recipe that ran them is remembered
+(``streams.pipeline.recipe_memory``).
+
 When the PR's own tests prove nothing (none, or no FAIL_TO_PASS), the test generator
 (``agents.testgen``, when configured) writes tests; each of its submissions is proven the same
 way in a fresh container, with the before-runs repeated too (``validation.runs`` times).
@@ -19,11 +25,16 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
+from agents.setup_agent import SETUP_REASONS, SetupAgent, SetupFailure
 from schemas import PatchSet, ValidatedTask
+from streams.core import metrics
+from streams.evaluation.recipes.memory import remembered_entry
 from streams.evaluation.validator import (
     ENVIRONMENT_REASONS,
     NO_FAIL_TO_PASS,
     NO_TESTS,
+    RECIPE_REJECTED,
+    TESTS_DID_NOT_RUN,
     TIMED_OUT,
     Environment,
     GeneratedTests,
@@ -32,6 +43,7 @@ from streams.evaluation.validator import (
     Validator,
 )
 from streams.kafka.topics import PATCHES, VALIDATED
+from streams.pipeline.recipe_memory import RecipeBook
 from streams.pipeline.stage import Outcome, Stage
 
 log = logging.getLogger("swe_stream.validate")
@@ -52,18 +64,36 @@ class TestGeneration(Protocol):
     ) -> GeneratedTests: ...
 
 
-class ValidateStage:
-    """The stage's handler: a PR's patches proven by ``validator``, or by generated tests."""
+def has_recipe_memory(validator: Validator) -> bool:
+    return validator.memory is not None and validator.settings.recipe_memory
 
-    def __init__(self, validator: Validator, testgen: TestGeneration | None = None):
+
+class ValidateStage:
+    """The stage's handler: a PR's patches proven by ``validator`` in the first environment
+    that runs its tests (the chain: remembered recipes, inference's, then the setup agent),
+    or by generated tests; the recipe that worked is remembered in ``recipes``."""
+
+    def __init__(
+        self,
+        validator: Validator,
+        testgen: TestGeneration | None = None,
+        setup_agent: SetupAgent | None = None,
+        recipes: RecipeBook | None = None,
+        no_agent: str = "",
+    ):
         self.validator = validator
         self.testgen = testgen
+        self.setup_agent = setup_agent
+        self.recipes = recipes
+        self.no_agent = no_agent  # why there is no setup agent, said in the reasons it leaves
         self._semaphore = asyncio.Semaphore(validator.settings.concurrency)
 
     async def __call__(self, patches: PatchSet) -> Outcome:
         has_tests = bool(patches.test_patch.strip() and patches.test_files)
         if not has_tests and self.testgen is None:
             return Outcome.reject(NO_TESTS)
+        if self.recipes is not None:
+            await self.recipes.restored()
         async with self._semaphore:
             try:
                 task = await self._validate_somewhere(patches, has_tests)
@@ -80,11 +110,14 @@ class ValidateStage:
         return Outcome.accept(task)
 
     async def _validate_somewhere(self, patches: PatchSet, has_tests: bool) -> ValidatedTask:
-        """The task proven in the first environment where the tests run: the next plausible
-        Python is tried when they did not run or nothing passed in one."""
-        candidates = self.validator.environments(
-            patches.repo, patches.base_commit, patches.instance_id, patches.created_at
+        """The task proven in the first environment where the tests run: the next recipe is
+        tried when they did not run or nothing passed in one; the setup agent when none
+        made them run."""
+        validator = self.validator
+        tree, recipes = await asyncio.to_thread(
+            validator.recipes, patches.repo, patches.base_commit, patches.created_at
         )
+        candidates = validator.built(patches.repo, patches.instance_id, tree, recipes)
         last: ValidationFailed | None = None
         try:
             while True:
@@ -92,30 +125,93 @@ class ValidateStage:
                     environment = await asyncio.to_thread(next, candidates, None)
                 except ValidationFailed as not_installed:
                     # no recipe left installs: an earlier one's test failure says more
-                    raise last or not_installed from None
+                    last = last or not_installed
+                    break
                 if environment is None:
                     break
                 try:
-                    return await self._validate(patches, environment, has_tests)
+                    return await self._validate_in(patches, environment, has_tests)
                 except ValidationFailed as failed:
-                    recipe = environment.recipe
-                    failed.detail = (
-                        f"[python {recipe.python}; recipe {', '.join(recipe.sources)}] "
-                        + failed.detail
-                    )
-                    if failed.reason not in ENVIRONMENT_REASONS:
+                    if failed.reason not in ENVIRONMENT_REASONS | SETUP_REASONS | {RECIPE_REJECTED}:
                         raise
-                    if last is not None:  # what the Python tried before showed, kept
+                    if last is not None:  # what the recipe tried before showed, kept
                         failed.detail += f"\nearlier: {last.reason}: {last.detail[:600]}"
                     last = failed
                     log.info("validate: %s#%d on python %s: %s", patches.repo, patches.number,
-                             recipe.python, failed.reason)  # fmt: skip
+                             environment.recipe.python, failed.reason)  # fmt: skip
                 finally:
                     await asyncio.to_thread(environment.release)
         finally:
             candidates.close()
-        assert last is not None  # environments() raises when none was built
-        raise last
+        assert last is not None  # built() raises when none was built
+        if last.reason == RECIPE_REJECTED:  # only a stale remembered recipe was tried
+            last.reason = TESTS_DID_NOT_RUN
+        if last.reason not in SETUP_REASONS or not has_tests:
+            raise last
+        if self.setup_agent is None:
+            last.detail += f"\n{self.no_agent}" if self.no_agent else ""
+            raise last
+        first = next((r for r in recipes if not r.origin.remembered), recipes[0])
+        return await self._set_up(patches, SetupFailure(patches, tree, first, last.reason,
+                                                         last.detail), has_tests)  # fmt: skip
+
+    async def _set_up(
+        self, patches: PatchSet, failure: SetupFailure, has_tests: bool
+    ) -> ValidatedTask:
+        """The setup agent's verified environment, and the task proven in it."""
+        assert self.setup_agent is not None
+        try:
+            result = await self.setup_agent.repair(failure)
+        except ValidationFailed as stopped:
+            stopped.detail += f"\nbefore the agent: {failure.reason}: {failure.detail[:800]}"
+            raise
+        try:
+            return await self._validate_in(patches, result.environment, has_tests, verified=True)
+        finally:
+            await asyncio.to_thread(result.environment.release)
+
+    async def _validate_in(
+        self, patches: PatchSet, environment: Environment, has_tests: bool, verified: bool = False
+    ) -> ValidatedTask:
+        """The task proven in ``environment`` (a remembered recipe of another pipeline
+        version verified first); its recipe remembered when the tests ran."""
+        recipe = environment.recipe
+        try:
+            if not verified and not recipe.origin.trusted and has_tests:
+                await asyncio.to_thread(
+                    self.validator.verify, environment, patches.test_patch, patches.test_files
+                )
+                metrics.RECIPE_MEMORY_LOOKUPS.labels(result="reverified").inc()
+            task = await self._validate(patches, environment, has_tests)
+        except ValidationFailed as failed:
+            if failed.reason == RECIPE_REJECTED:
+                metrics.RECIPE_MEMORY_LOOKUPS.labels(result="stale").inc()
+            if failed.tests_ran:
+                await self._remember(patches, environment, failed.tests_ran)
+            failed.detail = f"[python {recipe.python}; recipe {', '.join(recipe.sources)}] " + (
+                failed.detail
+            )
+            raise
+        await self._remember(patches, environment, len(task.validation.before))
+        return task
+
+    async def _remember(self, patches: PatchSet, environment: Environment, tests: int) -> None:
+        if self.recipes is None or not has_recipe_memory(self.validator):
+            return
+        entry = remembered_entry(
+            environment.recipe,
+            environment.tree,
+            repo=patches.repo,
+            instance_id=patches.instance_id,
+            base_commit=patches.base_commit,
+            tests=tests,
+            pipeline_version=self.validator.pipeline_version,
+            notes=[n for n in environment.recipe.notes if n.startswith("setup agent:")],
+        )
+        try:
+            await self.recipes.remember(entry)
+        except Exception as exc:  # the task stands; the memory is an optimisation
+            log.warning("recipes: %s not remembered: %s", patches.repo, exc)
 
     async def _validate(
         self, patches: PatchSet, environment: Environment, has_tests: bool
@@ -151,8 +247,14 @@ class ValidateStage:
         )
 
 
-def validate_stage(validator: Validator, testgen: TestGeneration | None = None) -> Stage[PatchSet]:
+def validate_stage(
+    validator: Validator,
+    testgen: TestGeneration | None = None,
+    setup_agent: SetupAgent | None = None,
+    recipes: RecipeBook | None = None,
+    no_agent: str = "",
+) -> Stage[PatchSet]:
     """The stage around ``validator`` (shared with the harness: one Docker client, one clone
     cache, one image cache)."""
-    handler = ValidateStage(validator, testgen)
+    handler = ValidateStage(validator, testgen, setup_agent, recipes, no_agent)
     return Stage(STAGE, PATCHES, VALIDATED, handler, concurrency=validator.settings.concurrency)

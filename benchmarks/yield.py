@@ -2,7 +2,7 @@
 why the others do not.
 
     python -m benchmarks.yield [--corpus DIR] [--repos tenacity,pyjwt] [--json FILE]
-                               [--concurrency 1,default]
+                               [--concurrency 1,default] [--agent-script PATH]
 
 The corpus (default ``../shared/fixtures/corpus``; see its README: its ``repos/`` remotes are
 made on this machine from fetched snapshots, with ``corpus-remotes --into DIR`` when the corpus
@@ -13,6 +13,12 @@ on an embedded broker, heuristic classify and score, ``prefilter.org_only`` off 
 repositories belong to users), the size filters opened (``enrich.min_added_lines``,
 ``enrich.min_stars``, ``score.min_quality`` at 0): the benchmark measures the engine, not the
 filters.
+
+The environment-setup agent runs where the recipes tried leave a PR's tests not running: its
+model is ``--agent-script``'s scripted answers (``benchmarks/agent_scripts/corpus.yaml``), or,
+without one, the endpoint and key of ``SWE_STREAM_LLM_BASE_URL`` / ``OPENROUTER_API_KEY`` when
+set (the same command; off without a key). Each repository's line says how many of its PRs
+were validated with the agent's recipe and with it remembered.
 
 Printed: a row per PR (repo#N, Python, recipe, the stage it reached, its reason or its
 FAIL_TO_PASS / PASS_TO_PASS counts, seconds in validate), a line per repository (did its tests
@@ -61,6 +67,7 @@ from streams.kafka.broker import EmbeddedBroker
 from streams.kafka.client import read_topic_to_end
 from streams.kafka.topics import VALIDATED
 from streams.offline.corpus import Corpus, CorpusError, load_corpus, serve_corpus
+from streams.offline.scripted_agent import AgentScript, serve_agent_script
 from streams.pipeline.ledger import read_ledger
 
 SWE_STREAM = str(Path(sys.executable).with_name("swe-stream"))
@@ -93,14 +100,28 @@ class Row:
     def tests_ran(self) -> bool:
         return self.validated or self.reason in TESTS_RAN
 
+    @property
+    def by_agent(self) -> bool:
+        """Validated with a recipe the setup agent submitted for this PR."""
+        return "agent" in (self.recipe or "").split(",")
+
+    @property
+    def remembered(self) -> bool:
+        """Validated with a recipe the setup agent submitted for an earlier PR."""
+        return "memory:agent" in (self.recipe or "").split(",")
+
 
 def pipeline_environment(
     world_env: dict[str, str], data_dir: Path, concurrency: int
 ) -> dict[str, str]:
+    """The pipeline's environment: the world's URLs, the filters opened, and the user's LLM
+    endpoint and key (``OPENROUTER_API_KEY``, ``SWE_STREAM_LLM_*``), which only the setup
+    agent uses (classify and score are heuristic, test generation is off)."""
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith("SWE_STREAM_") and k not in {"GITHUB_TOKEN", "OPENROUTER_API_KEY"}
+        if (not k.startswith("SWE_STREAM_") or k.startswith("SWE_STREAM_LLM_"))
+        and k != "GITHUB_TOKEN"
     }
     return (
         env
@@ -189,13 +210,21 @@ def print_report(rows: list[Row], corpus: Corpus, seconds: float) -> None:
             print(f"{'':40}   {row.detail[:300]}")
     print()
     ran_repos = 0
+    agent_repos: list[str] = []
     for repository in corpus.repositories:
         mine = [r for r in rows if r.repo == repository.repo]
         ran = [r for r in mine if r.tests_ran]
         ran_repos += bool(ran)
         verdict = "tests ran" if ran else "tests never ran"
         validated = sum(r.validated for r in mine)
-        print(f"{repository.repo:40} {verdict:16} validated {validated} of {len(mine)}")
+        by_agent = sum(r.validated and r.by_agent for r in mine)
+        remembered = sum(r.validated and r.remembered for r in mine)
+        shown = (
+            f" (setup agent {by_agent}, remembered {remembered})" if by_agent or remembered else ""
+        )
+        if by_agent or remembered:
+            agent_repos.append(repository.repo)
+        print(f"{repository.repo:40} {verdict:16} validated {validated} of {len(mine)}{shown}")
     reasons: dict[str, int] = defaultdict(int)
     for row in rows:
         if not row.validated:
@@ -208,20 +237,37 @@ def print_report(rows: list[Row], corpus: Corpus, seconds: float) -> None:
     print(f"\nmined in {seconds / 60:.1f} min")
     print(f"environments: {ran_repos} of {len(corpus.repositories)} repositories ran their tests")
     print(f"validated: {validated} of {len(rows)} PRs ({share:.0f}%)")
+    through = sum(r.validated and (r.by_agent or r.remembered) for r in rows)
+    print(
+        f"setup agent: {through} PRs of {len(agent_repos)} repositories validated with its "
+        f"recipes ({', '.join(agent_repos) or 'none'})"
+    )
 
 
 def mine_corpus(
-    corpus: Corpus, workdir: Path, concurrency: int = 2, package_cache: str | None = None
+    corpus: Corpus,
+    workdir: Path,
+    concurrency: int = 2,
+    package_cache: str | None = None,
+    agent_script: AgentScript | None = None,
 ) -> tuple[list[Row], float]:
     """Serve ``corpus``, run ``swe-stream mine --once`` on it (an embedded broker of its own),
-    and read back a row per PR; the seconds it took."""
+    and read back a row per PR; the seconds it took. ``agent_script``: the setup agent's
+    model is that script, served on 127.0.0.1."""
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with (
         EmbeddedBroker(log_path=workdir / "broker.log") as broker,
         serve_corpus(corpus, workdir / "world") as world,
+        serve_agent_script(agent_script or AgentScript()) as scripted,
     ):
         env = pipeline_environment(world.environment(), workdir / "data", concurrency)
+        if agent_script is not None:
+            env |= {
+                "SWE_STREAM_LLM_BASE_URL": f"{scripted.base_url}/v1",
+                "SWE_STREAM_LLM_MODEL": "scripted-agent",
+                "OPENROUTER_API_KEY": "scripted-agent-no-secret",
+            }
         if package_cache is not None:
             env["SWE_STREAM_DOCKER_PACKAGE_CACHE"] = package_cache
         command = [
@@ -234,6 +280,8 @@ def mine_corpus(
         if done.returncode != 0:
             print(f"mine exited {done.returncode}; see {workdir / 'mine.log'}", file=sys.stderr)
         rows = asyncio.run(collect(broker.bootstrap, corpus))
+        if agent_script is not None:
+            print(f"scripted agent: answered {scripted.requests} requests", flush=True)
     return rows, time.monotonic() - started
 
 
@@ -291,6 +339,11 @@ def run(args: argparse.Namespace) -> int:
     except CorpusError as exc:
         print(f"benchmarks.yield: {exc}", file=sys.stderr)
         return 2
+    try:
+        script = AgentScript.load(args.agent_script) if args.agent_script else None
+    except (OSError, ValueError) as exc:
+        print(f"benchmarks.yield: {exc}", file=sys.stderr)
+        return 2
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="swe-stream-yield-")).absolute()
     print(
         f"corpus {corpus.root}: {len(corpus.repositories)} repositories, "
@@ -309,7 +362,7 @@ def run(args: argparse.Namespace) -> int:
         # each run starts with an empty package cache of its own
         cache = f"swe-stream-yield-packages-{os.getpid()}-{concurrency}"
         try:
-            rows, seconds = mine_corpus(corpus, workdir_n, concurrency, cache)
+            rows, seconds = mine_corpus(corpus, workdir_n, concurrency, cache, script)
         finally:
             with contextlib.suppress(Exception):
                 docker_from_env().volumes.get(cache).remove(force=True)
@@ -364,6 +417,12 @@ def main(argv: list[str] | None = None) -> int:
         default=concurrencies("1,default"),
         help="validations at once: one run per value, same work, images of the run before "
         "removed (numbers or default, this machine's; default: 1,default)",
+    )
+    parser.add_argument(
+        "--agent-script",
+        type=Path,
+        help="the setup agent's answers, scripted (YAML, streams.offline.scripted_agent); "
+        "without it the agent uses OPENROUTER_API_KEY / SWE_STREAM_LLM_* when set, else it is off",
     )
     return run(parser.parse_args(argv))
 

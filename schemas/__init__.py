@@ -27,6 +27,7 @@ from schemas.pull_requests import (
     PullRequestCandidate,
     RepositoryInfo,
 )
+from schemas.recipes import RecipeSource, RememberedRecipe, recipe_key
 from schemas.registry import ALL_RECORD_MODELS
 from schemas.swebench import SWEBENCH_FIELDS, SWEBenchInstance
 from schemas.tasks import ExportedTask, InstallConfig, ScoredTask, ValidatedTask, ValidationReport
@@ -54,7 +55,9 @@ __all__ = [
     "PullRequestCandidate",
     "PullRequestRecord",
     "RawPullRequestEvent",
+    "RecipeSource",
     "Record",
+    "RememberedRecipe",
     "RepoName",
     "RepositoryInfo",
     "SWEBenchInstance",
@@ -69,4 +72,5 @@ __all__ = [
     "parse_gharchive_hour",
     "parse_pr_key",
     "pr_key",
+    "recipe_key",
 ]

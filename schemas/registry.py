@@ -13,6 +13,7 @@ from schemas.pull_requests import (
     PatchSet,
     PullRequestCandidate,
 )
+from schemas.recipes import RememberedRecipe
 from schemas.tasks import ExportedTask, ScoredTask, ValidatedTask
 
 __all__ = ["ALL_RECORD_MODELS"]
@@ -30,6 +31,7 @@ ALL_RECORD_MODELS: tuple[type[Record], ...] = (
     HarnessRequest,
     HarnessResult,
     LedgerEntry,
+    RememberedRecipe,
     DeadLetter,
     IngestDeadLetter,
 )

@@ -67,7 +67,10 @@ STAGE_MODULES = frozenset(
     }
 )
 HELPER_MODULES = frozenset(
-    {"paths", "prompts", "linked_issues", "ingest_scan", "backends", "bots", "testgen"}
+    {
+        "paths", "prompts", "linked_issues", "ingest_scan", "backends", "bots", "testgen",
+        "setup_agent", "tool_loop",
+    }
 )
 
 MAX_FUNCTION_LINES = 120

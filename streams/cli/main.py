@@ -4,6 +4,7 @@ modules (each declares its options beside its handlers) and runs the chosen hand
     cluster   broker, topics, offsets, config      ingest    ingest
     worker    worker                               pipeline  mine, run, replay
     records   ledger, dlq, export, schemas         evaluate  harness, validate, images
+    recipes   recipes (the recipe memory)
     demo      demo
 
 Every command that needs Kafka takes ``--bootstrap`` (or ``SWE_STREAM_KAFKA_BOOTSTRAP``);
@@ -19,13 +20,13 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from streams.cli import cluster, demo, evaluate, ingest, pipeline, records, worker
+from streams.cli import cluster, demo, evaluate, ingest, pipeline, recipes, records, worker
 from streams.cli.options import make_parents, settings_from_args
 from streams.core.settings import ConfigFileError
 from streams.kafka.broker import BrokerError
 
 # in the order `swe-stream --help` lists them
-COMMAND_MODULES = (cluster, ingest, worker, pipeline, records, evaluate, demo)
+COMMAND_MODULES = (cluster, ingest, worker, pipeline, records, recipes, evaluate, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -176,6 +176,38 @@ TESTGEN_SUBMISSIONS = Counter(
 )
 
 
+SETUP_AGENT_RUNS = Counter(
+    "swe_stream_setup_agent_runs_total",
+    "Environment-setup agent runs, by outcome (accepted, turn_limit, token_limit, time_limit, "
+    "error); their tokens and cost: swe_stream_llm_*{purpose=\"setup\"}",
+    ["outcome"],
+)
+SETUP_AGENT_TURNS = Histogram(
+    "swe_stream_setup_agent_turns",
+    "Turns an environment-setup agent run took, by outcome",
+    ["outcome"],
+    buckets=(1, 2, 5, 10, 20, 50, 100, 200),
+)
+SETUP_AGENT_SUBMISSIONS = Counter(
+    "swe_stream_setup_agent_submissions_total",
+    "Recipes the setup agent submitted, by result of their verification (accepted, "
+    "build_failed, tests_did_not_run, refused)",
+    ["result"],
+)
+RECIPES_REMEMBERED = Counter(
+    "swe_stream_recipes_remembered_total",
+    "Recipes written to the recipe memory, by source (heuristic, override, agent, edited)",
+    ["source"],
+)
+RECIPE_MEMORY_LOOKUPS = Counter(
+    "swe_stream_recipe_memory_lookups_total",
+    "Validations that looked in the recipe memory, by result (hit = an entry of the same "
+    "dependency files, repository = another of the repository's, miss; of another pipeline "
+    "version: reverified = it ran the tests again, stale = it did not and was passed over)",
+    ["result"],
+)
+
+
 HARNESS_EVALUATIONS = Counter(
     "swe_stream_harness_evaluations_total",
     "Agent evaluations finished, by status (resolved, unresolved, agent_error, ...)",

@@ -334,6 +334,14 @@ class ValidateSettings(Section):
     overrides_file: Path | None = Field(
         None, description="per-repository install/test overrides (YAML; they win over inference)"
     )
+    recipe_memory: bool = Field(
+        True,
+        description="remember the recipes that worked (recipes.memory and "
+        "<worker.data_dir>/recipes.sqlite) and try them first for a repository's later PRs",
+    )
+    recipe_refresh_seconds: float = Field(
+        60.0, gt=0, description="how often a worker reads what other workers remembered"
+    )
 
 
 class ExportSettings(Section):
@@ -387,6 +395,53 @@ class TestgenSettings(Section):
     reply_max_tokens: int = Field(4000, ge=1, description="completion tokens per model reply")
     max_context_chars: int = Field(
         400_000, ge=10_000, description="older tool results are elided past this"
+    )
+
+
+# the hosts an environment-setup agent's sandbox may reach (through its proxy): the package
+# registries, nothing else
+DEFAULT_REGISTRIES = (
+    "pypi.org", "files.pythonhosted.org", "*.pythonhosted.org", "deb.debian.org",
+    "security.debian.org", "*.debian.org", "registry.npmjs.org",
+)  # fmt: skip
+
+
+class SetupAgentSettings(Section):
+    """The environment-setup agent: asked when no heuristic, override or remembered recipe
+    makes a PR's tests run (needs an LLM key; budgets at zero turn it off)."""
+
+    mode: Literal["off", "fallback"] = Field(
+        "fallback", description="fallback: when the recipes tried do not make the tests run"
+    )
+    max_turns: int = Field(30, ge=0, description="model replies per PR; 0 = no agent")
+    max_tokens: int = Field(
+        400_000, ge=0, description="prompt + completion tokens per PR; 0 = no agent"
+    )
+    max_seconds: float = Field(
+        1800.0, ge=0, description="wall time per PR, verification builds included; 0 = no agent"
+    )
+    max_submissions: int = Field(4, ge=1, description="recipes verified per PR")
+    command_timeout_seconds: float = Field(300.0, gt=0, description="per `shell` command")
+    output_limit_bytes: int = Field(
+        6000, ge=200, description="`shell` stdout and stderr sent back, each at most"
+    )
+    reply_max_tokens: int = Field(4000, ge=1, description="completion tokens per model reply")
+    max_context_chars: int = Field(
+        200_000, ge=10_000, description="older tool results are elided past this"
+    )
+    memory_mb: int = Field(4096, ge=256, description="memory limit of the agent's sandbox")
+    cpus: float = Field(2.0, gt=0)
+    pids_limit: int = Field(512, ge=16)
+    disk_mb: int = Field(
+        2048,
+        ge=64,
+        description="what the agent's commands may write in all (checked after every command; "
+        "past it the agent stops); each file is also bounded by it",
+    )
+    registries: StrList = Field(
+        default_factory=lambda: list(DEFAULT_REGISTRIES),
+        description="hosts its sandbox may reach through its proxy (name or *.suffix); "
+        "nothing else of the network or of the host is",
     )
 
 
@@ -444,6 +499,7 @@ class Settings(BaseSettings):
     extract: ExtractSettings = ExtractSettings()
     validation: ValidateSettings = ValidateSettings()
     testgen: TestgenSettings = TestgenSettings()
+    setup_agent: SetupAgentSettings = SetupAgentSettings()
     export: ExportSettings = ExportSettings()
     harness: HarnessSettings = HarnessSettings()
 

@@ -67,6 +67,19 @@ _TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 @dataclass(frozen=True)
+class RecipeOrigin:
+    """Who made a recipe, for the recipe memory: ``source`` (heuristic, override, agent, or a
+    remembered entry's), the fields it sets beyond inference (``change``, override-shaped),
+    and whether it came from the memory (``remembered``) written by another pipeline
+    version (``trusted`` False: verified before use)."""
+
+    source: str = "heuristic"
+    change: dict[str, Any] = field(default_factory=dict)
+    remembered: bool = False
+    trusted: bool = True
+
+
+@dataclass(frozen=True)
 class InstallRecipe:
     """How to install and test one repository at one commit (``streams.evaluation.recipes``
     infers it; a per-repository override may set any part)."""
@@ -87,6 +100,7 @@ class InstallRecipe:
     environment: tuple[tuple[str, str], ...] = ()  # variables of both images and of the tests
     sources: tuple[str, ...] = ()  # what it was inferred from (for people reading a task)
     notes: tuple[str, ...] = ()  # what inference saw but could not do (missing submodules, ...)
+    origin: RecipeOrigin = field(default_factory=RecipeOrigin, compare=False)
 
     def key(self, base_image_id: str) -> str:
         """What decides the env image: base image, system packages, dependency files,
@@ -120,6 +134,9 @@ class TreeFiles:
     @property
     def names(self) -> list[str]:
         return sorted(self._members)
+
+    def has(self, path: str) -> bool:
+        return path in self._members
 
     def read(self, path: str, limit: int = 1 << 20) -> bytes | None:
         member = self._members.get(path)
@@ -217,8 +234,12 @@ class EnvironmentBuilder:
         cache_level: str = "env",
         package_cache: str = DEFAULT_PACKAGE_CACHE,
         step_timeout: float = 3600,
+        fresh: bool = False,
     ):
         self.client = client
+        # build env and instance images even where one of the same tag exists (a recipe
+        # verified from scratch); the tools layer is still reused
+        self.fresh = fresh
         self.base_image = base_image
         self.cache_level = cache_level
         self.package_cache = package_cache
@@ -255,7 +276,8 @@ class EnvironmentBuilder:
         # a kept layer is built once per host: a process wanting it while another builds it
         # waits and reuses that image (a dropped layer is this build's alone)
         with contextlib.nullcontext() if owner else _build_lock(plan.tag):
-            existing = self._existing(plan.tag)
+            reuse = plan.layer == "tools" or not self.fresh
+            existing = self._existing(plan.tag) if reuse else None
             if existing is not None:
                 metrics.IMAGES.labels(layer=plan.layer, result="reused").inc()
                 return BuiltImage(plan.tag, existing.id, False, time.monotonic() - started)
@@ -352,7 +374,8 @@ class EnvironmentBuilder:
         layers = {"instance": instance, "env": env}
         for layer in DROPPED_LAYERS.get(self.cache_level, ()):
             image = layers[layer]
-            if image is None:
+            # an exploration environment stands on the tools layer itself: always kept
+            if image is None or image.tag.startswith(TOOLS_REPOSITORY):
                 continue
             try:
                 self.client.images.remove(image.tag, force=True)

@@ -110,3 +110,20 @@ class Evaluation:
     @property
     def resolved(self) -> bool:
         return self.patch_applied and not self.failing(self.fail_to_pass + self.pass_to_pass)
+
+
+def recipe_problem(statuses: dict[str, TestStatus]) -> str | None:
+    """Why a run of a repository's test files at its base commit shows that the recipe does
+    not work, or None when it does: at least one test passed. No result means the tests did
+    not run or collect; only skips, a missing build step or dependency; only failures and
+    errors, an environment that imports but does not work (the base commit's own tests
+    pass in their CI)."""
+    if not statuses:
+        return "no test result: the tests did not run or did not collect"
+    found = set(statuses.values())
+    if "passed" in found:
+        return None
+    if found == {"skipped"}:
+        return f"all {len(statuses)} tests skipped"
+    tally = ", ".join(f"{sum(s == k for s in statuses.values())} {k}" for k in sorted(found))
+    return f"no test passed ({tally})"

@@ -97,7 +97,8 @@ def _remove(client: Any, container_id: str) -> bool:
 
 def remove_orphans(client: Any) -> int:
     """Remove the sandbox containers that processes of this host which no longer run left
-    behind, then their images; those of live processes and of other hosts are left alone."""
+    behind, then their images and volumes; those of live processes and of other hosts are left
+    alone."""
     removed = 0
     for label in (OWNER_LABEL, BUILDER_LABEL):
         for container in listed_containers(client, label):
@@ -106,6 +107,7 @@ def remove_orphans(client: Any) -> int:
     if removed:
         log.warning("removed %d sandbox container(s) left by processes that died", removed)
     remove_orphan_images(client)  # only once the containers standing on them are gone
+    remove_orphan_volumes(client)  # likewise (an egress proxy's socket volume)
     return removed
 
 
@@ -129,6 +131,28 @@ def remove_orphan_images(client: Any) -> int:
             log.debug("could not remove image %s: %s", image["Id"][:19], error)
     if removed:
         log.warning("removed %d image(s) left by processes that died", removed)
+    return removed
+
+
+def remove_orphan_volumes(client: Any) -> int:
+    """Remove the volumes (an egress proxy's socket volume) that a process of this host which
+    no longer runs made; one still mounted by a container is left for the next time."""
+    import docker.errors
+
+    volumes = client.api.volumes(filters={"label": OWNER_LABEL}).get("Volumes") or []
+    removed = 0
+    for volume in volumes:
+        if not owner_is_gone((volume.get("Labels") or {}).get(OWNER_LABEL, "")):
+            continue
+        try:
+            client.api.remove_volume(volume["Name"], force=True)
+            removed += 1
+        except docker.errors.NotFound:  # removed meanwhile by another process
+            continue
+        except docker.errors.APIError as error:  # still in use
+            log.debug("could not remove volume %s: %s", volume["Name"], error)
+    if removed:
+        log.warning("removed %d volume(s) left by processes that died", removed)
     return removed
 
 
@@ -241,6 +265,7 @@ class Sandbox:
         environment: dict[str, str] | None = None,
         name: str | None = None,
         mounts: dict[str, str] | None = None,
+        volumes: dict[str, str] | None = None,
         keep: bool = False,
         labels: dict[str, str] | None = None,
         remover: Executor | None = None,
@@ -255,6 +280,7 @@ class Sandbox:
         self.environment = environment or {}
         self.name = name
         self.mounts = mounts or {}  # host directory -> container path, read-only
+        self.volumes = volumes or {}  # named Docker volume -> container path, read-write
         # leave the container for inspection: stopped, not removed (left running when its
         # files are tmpfs, which a stop would empty)
         self.keep = keep
@@ -292,7 +318,10 @@ class Sandbox:
             pids_limit=self.limits.pids,
             labels=self.labels,
             init=True,  # reaps what the tests leave behind
-            volumes={host: {"bind": inside, "mode": "ro"} for host, inside in self.mounts.items()},
+            volumes={
+                **{host: {"bind": inside, "mode": "ro"} for host, inside in self.mounts.items()},
+                **{name: {"bind": inside, "mode": "rw"} for name, inside in self.volumes.items()},
+            },
             log_config={"type": "none"},  # what it prints to PID 1's output: never on disk
             **options,
         )
@@ -365,6 +394,14 @@ class Sandbox:
             self.remover.submit(_remove_container, container, self.keep, self.read_only)
         else:
             _remove_container(container, self.keep, self.read_only)
+
+    def written_bytes(self) -> int:
+        """What the container's commands wrote to its own layer, in bytes (the engine's
+        ``SizeRw``; 0 when it cannot tell)."""
+        listed = self.client.api.containers(
+            all=True, filters={"id": self.container.id}, size=True
+        )
+        return int(listed[0].get("SizeRw") or 0) if listed else 0
 
     def put_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
         """Write ``data`` to ``path`` (an absolute path) inside the container."""

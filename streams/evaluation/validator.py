@@ -22,6 +22,7 @@ no FAIL_TO_PASS, every run timed out, unsupported language. Image builds that fa
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import shlex
@@ -32,6 +33,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from schemas import InstallConfig, PatchSet, ValidatedTask, ValidationReport
 from schemas.tasks import TestStatus
@@ -44,13 +47,21 @@ from streams.evaluation.environments import (
     EnvironmentBuilder,
     ImageBuildError,
     InstallRecipe,
+    RecipeOrigin,
     TreeFiles,
 )
-from streams.evaluation.grading import Evaluation, Run, Verdict, judge
+from streams.evaluation.grading import Evaluation, Run, Verdict, judge, recipe_problem
 from streams.evaluation.images import base_image_exists
 from streams.evaluation.log_parsers import log_parser, merge_statuses, parse_report
 from streams.evaluation.recipes.infer import infer_recipes
-from streams.evaluation.recipes.overrides import Overrides
+from streams.evaluation.recipes.memory import (
+    RecipeTable,
+    as_override,
+    dependency_fingerprint,
+    layered,
+    trusted,
+)
+from streams.evaluation.recipes.overrides import Overrides, RepositoryOverride
 from streams.evaluation.sandbox import Limits, Sandbox, remove_orphans
 from streams.evaluation.taskdir import WORKSPACE, find_task_dirs, load_workspace
 
@@ -68,6 +79,7 @@ TESTS_FAIL_AFTER_FIX = "tests_fail_after_fix"  # results, but none passed with t
 TESTS_SKIPPED = "tests_skipped"  # every touched test skipped, with the fix too
 SUBMODULE_MISSING = "submodule_missing"  # tests did not run, a submodule is not there
 NO_PYTHON = "no_python_for_requires_python"  # requires-python excludes every base image
+RECIPE_REJECTED = "recipe_rejected"  # a recipe verified from scratch did not run the tests
 # reasons another Python may not have: the next plausible one is tried
 ENVIRONMENT_REASONS = frozenset({TESTS_DID_NOT_RUN, TESTS_FAIL_AFTER_FIX})
 TAIL_CHARS = 1500  # of a failing build step's or test run's output, in a reason's detail
@@ -155,7 +167,7 @@ def why_no_fail_to_pass(
         return ValidationFailed(TESTS_SKIPPED, f"{shown}{steps}\n{output}")
     if "passed" not in after:
         return ValidationFailed(TESTS_FAIL_AFTER_FIX, f"{shown} ({ended})\n{output}")
-    return ValidationFailed(NO_FAIL_TO_PASS, shown)
+    return ValidationFailed(NO_FAIL_TO_PASS, shown, tests_ran=len(verdict.after))
 
 
 def test_command(base: str, files: list[str]) -> str:
@@ -167,10 +179,12 @@ class ValidationFailed(Exception):
     """A rejection found deep inside the sandbox run, with its reason (a short code for
     metrics and filters) and its detail (for people: the step, the counts, a log tail)."""
 
-    def __init__(self, reason: str, detail: str = ""):
+    def __init__(self, reason: str, detail: str = "", tests_ran: int = 0):
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
         self.detail = detail
+        # tests with a status after the fix: the environment worked although the PR did not
+        self.tests_ran = tests_ran
 
 
 def tail(text: str, limit: int = TAIL_CHARS) -> str:
@@ -243,7 +257,9 @@ class Validator:
         settings: ValidateSettings,
         pipeline_version: int,
         overrides: Overrides | None = None,
+        memory: RecipeTable | None = None,
     ):
+        self.memory = memory  # the recipes that worked (None: nothing remembered)
         self.repos = repos
         self._docker_client = docker_client
         self._client: Any = None
@@ -269,18 +285,45 @@ class Validator:
     def limits(self) -> Limits:
         return Limits.from_settings(self.docker)
 
-    def recipes(
-        self, repo: str, base_commit: str, created_at: datetime | None = None
-    ) -> tuple[TreeFiles, list[InstallRecipe]]:
-        """Blocking: clone (or reuse) ``repo`` and infer the recipes to try at ``base_commit``
-        (best first, at most ``validation.max_python_attempts``)."""
+    def tree(self, repo: str, base_commit: str) -> TreeFiles:
+        """Blocking: ``repo``'s files at ``base_commit`` (cloned, or reused)."""
         self.repos.ensure(repo, base_commit)
         archive, problems = self.repos.archive_with_submodules(repo, base_commit)
         for problem in problems:
             log.info("%s: %s", repo, problem)
-        tree = TreeFiles(archive)
+        return TreeFiles(archive)
+
+    def recipes(
+        self, repo: str, base_commit: str, created_at: datetime | None = None
+    ) -> tuple[TreeFiles, list[InstallRecipe]]:
+        """Blocking: clone (or reuse) ``repo`` and the recipes to try at ``base_commit``, best
+        first: the remembered ones (``remembered_recipes``), then inference's (at most
+        ``validation.max_python_attempts``)."""
+        tree = self.tree(repo, base_commit)
         override = self.overrides.lookup(repo)
-        recipes, facts = infer_recipes(
+        recipes, facts = self.inferred(repo, base_commit, tree, created_at, override)
+        if facts is None:
+            raise ValidationFailed(UNSUPPORTED, "no install recipe recognises the repository")
+        remembered = self.remembered_recipes(repo, base_commit, tree, created_at, override)
+        if not recipes and not remembered:
+            raise ValidationFailed(
+                NO_PYTHON,
+                f"requires-python {facts.requires_python!r} excludes every Python with a base "
+                f"image ({', '.join(sorted(self.docker.python_images))})",
+            )
+        inferred = [r for r in recipes[: self.settings.max_python_attempts] if r not in remembered]
+        return tree, [*remembered, *inferred]
+
+    def inferred(
+        self,
+        repo: str,
+        base_commit: str,
+        tree: TreeFiles,
+        created_at: datetime | None,
+        override: RepositoryOverride | None,
+    ) -> tuple[list[InstallRecipe], Any]:
+        """Inference's recipes for ``tree`` with ``override`` applied (``infer_recipes``)."""
+        return infer_recipes(
             tree,
             repo=repo,
             python_images=self.python_images(),
@@ -288,15 +331,71 @@ class Validator:
             release_tag=lambda: self.repos.release_tag(repo, base_commit),
             override=override,
         )
-        if facts is None:
-            raise ValidationFailed(UNSUPPORTED, "no install recipe recognises the repository")
-        if not recipes:
-            raise ValidationFailed(
-                NO_PYTHON,
-                f"requires-python {facts.requires_python!r} excludes every Python with a base "
-                f"image ({', '.join(sorted(self.docker.python_images))})",
+
+    def remembered_recipes(
+        self,
+        repo: str,
+        base_commit: str,
+        tree: TreeFiles,
+        created_at: datetime | None,
+        override: RepositoryOverride | None,
+    ) -> list[InstallRecipe]:
+        """The recipes the memory holds for this commit of ``repo`` (its own dependency
+        files' entry, then the repository's latest other one), made again by inference at
+        this commit with their changes over it; the user's override file still wins."""
+        if self.memory is None:
+            return []
+        fingerprint = dependency_fingerprint(tree)
+        entries = self.memory.candidates(repo, fingerprint)
+        own = bool(entries) and entries[0].fingerprint == fingerprint
+        result = "hit" if own else "repository" if entries else "miss"
+        metrics.RECIPE_MEMORY_LOOKUPS.labels(result=result).inc()
+        images = self.python_images()
+        recipes: list[InstallRecipe] = []
+        for entry in entries:
+            if entry.python and images and entry.python not in images:
+                log.info("%s: remembered recipe needs python %s, not built", repo, entry.python)
+                continue
+            change = as_override(entry)
+            made, _ = self.inferred(repo, base_commit, tree, created_at, layered(change, override))
+            if not made:
+                continue
+            origin = RecipeOrigin(
+                entry.source,
+                change.model_dump(exclude_none=True, exclude={"python"}),
+                remembered=True,
+                trusted=trusted(entry, self.pipeline_version),
             )
-        return tree, recipes[: self.settings.max_python_attempts]
+            recipe = dataclasses.replace(
+                made[0], sources=(*made[0].sources, f"memory:{entry.source}"), origin=origin
+            )
+            if recipe not in recipes:
+                recipes.append(recipe)
+        return recipes
+
+    def recipe_with(
+        self,
+        repo: str,
+        base_commit: str,
+        tree: TreeFiles,
+        created_at: datetime | None,
+        change: RepositoryOverride,
+        source: str,
+    ) -> InstallRecipe:
+        """Inference's recipe with ``change`` over it (a setup agent's submission), the
+        user's override file still winning; ValidationFailed(no_python) when its Python has
+        no base image."""
+        images = self.python_images()
+        if change.python and images and change.python not in images:
+            raise ValidationFailed(
+                NO_PYTHON, f"no base image for python {change.python}; built: {sorted(images)}"
+            )
+        override = layered(change, self.overrides.lookup(repo))
+        made, _ = self.inferred(repo, base_commit, tree, created_at, override)
+        if not made:
+            raise ValidationFailed(UNSUPPORTED, "no install recipe recognises the repository")
+        origin = RecipeOrigin(source, change.model_dump(exclude_none=True, exclude={"python"}))
+        return dataclasses.replace(made[0], sources=(*made[0].sources, source), origin=origin)
 
     def python_images(self) -> dict[str, str]:
         """The Pythons whose base image is on the engine (``docker.python_images``); when
@@ -315,17 +414,27 @@ class Validator:
             )
         return present
 
-    def build(
-        self, repo: str, instance_id: str, tree: TreeFiles, recipe: InstallRecipe
-    ) -> Environment:
-        """Blocking: the env and instance images of ``recipe`` (built, or reused)."""
-        builder = EnvironmentBuilder(
+    def builder(self, fresh: bool = False) -> EnvironmentBuilder:
+        return EnvironmentBuilder(
             self.client,
             self.docker.base_image,
             self.docker.cache_level,
             self.docker.package_cache,
             self.docker.build_step_timeout_seconds,
+            fresh=fresh,
         )
+
+    def build(
+        self,
+        repo: str,
+        instance_id: str,
+        tree: TreeFiles,
+        recipe: InstallRecipe,
+        fresh: bool = False,
+    ) -> Environment:
+        """Blocking: the env and instance images of ``recipe`` (built, or reused; ``fresh``:
+        built again even where they exist)."""
+        builder = self.builder(fresh)
         env = builder.env_image(repo, recipe)
         try:
             instance = builder.instance_image(instance_id, env, tree, recipe)
@@ -333,6 +442,45 @@ class Validator:
             builder.release(env, None)
             raise
         return Environment(tree, recipe, env, instance, builder)
+
+    def exploration(
+        self, repo: str, instance_id: str, tree: TreeFiles, recipe: InstallRecipe
+    ) -> Environment:
+        """Blocking: where a setup agent starts: the images of ``recipe`` when they build,
+        else the repository at the base commit on the tools layer (a venv, pip, uv, git)
+        with nothing installed."""
+        try:
+            return self.build(repo, instance_id, tree, recipe)
+        except ImageBuildError as exc:
+            if not exc.step:
+                raise
+        builder = self.builder()
+        tools = builder.tools_image(recipe.base_image or self.docker.base_image)
+        bare = dataclasses.replace(recipe, install_commands=(), pre_test_commands=())
+        instance = builder.instance_image(f"{instance_id}-explore", tools, tree, bare)
+        return Environment(tree, bare, tools, instance, builder)
+
+    def verify(self, environment: Environment, test_patch: str, test_files: list[str]) -> int:
+        """Blocking: whether ``environment`` runs the PR's touched test files at the base
+        commit with per-test statuses (those the base commit has; all of them with the test
+        patch applied when it has none); the number of tests with a status, or
+        ValidationFailed(recipe_rejected) saying what the run showed."""
+        existing = [f for f in test_files if environment.tree.has(f)]
+        files = existing or test_files
+        command = test_command(environment.recipe.test_command, files)
+        with environment.sandbox(self.limits, RUN_VARIABLES) as box:
+            if not existing and test_patch.strip():
+                box.put_file(f"{PATCH_DIR}/test.patch", test_patch)
+                if not self._apply(box, f"{PATCH_DIR}/test.patch"):
+                    raise ValidationFailed(TEST_PATCH_FAILS)
+            run = self.run_tests(box, command, environment.recipe.test_runner)
+        problem = recipe_problem(run.statuses)
+        if problem:
+            ended = f"exit code {run.exit_code}" + (", timed out" if run.timed_out else "")
+            raise ValidationFailed(
+                RECIPE_REJECTED, f"{problem} ({ended}; `{command}`)\n{tail(run.output)}"
+            )
+        return len(run.statuses)
 
     def environments(
         self,
@@ -342,12 +490,18 @@ class Validator:
         created_at: datetime | None = None,
         prefer_python: str | None = None,
     ) -> Generator[Environment, None, None]:
-        """Blocking: an environment per recipe that installs, best first; the consumer
-        releases each. Raises ValidationFailed(install_failed) once no recipe has installed
-        (with every attempt's failed step and log tail)."""
+        """Blocking: an environment per recipe that installs, best first (``built``)."""
         tree, recipes = self.recipes(repo, base_commit, created_at)
         if prefer_python is not None:
             recipes.sort(key=lambda recipe: recipe.python != prefer_python)
+        yield from self.built(repo, instance_id, tree, recipes)
+
+    def built(
+        self, repo: str, instance_id: str, tree: TreeFiles, recipes: list[InstallRecipe]
+    ) -> Generator[Environment, None, None]:
+        """Blocking: the environment of each of ``recipes`` that installs, in order; the
+        consumer releases each. Raises ValidationFailed(install_failed) once none has
+        installed (with every attempt's failed step and log tail)."""
         failures: list[str] = []
         built = 0
         for recipe in recipes:
@@ -357,7 +511,8 @@ class Validator:
                 if not exc.step:  # the engine's trouble (a missing base image), not the recipe's
                     raise
                 failures.append(
-                    f"python {recipe.python}: {exc.layer} step `{exc.step}` failed:\n"
+                    f"python {recipe.python} ({', '.join(recipe.sources)}): {exc.layer} step "
+                    f"`{exc.step}` failed:\n"
                     + tail(exc.log_tail, TAIL_CHARS // max(1, len(recipes)))
                 )
                 log.info("%s: python %s does not install: %s", repo, recipe.python, exc.step)
@@ -597,12 +752,46 @@ def docker_from_env() -> Any:
     return docker_sdk.from_env(timeout=DOCKER_READ_TIMEOUT_SECONDS)
 
 
+def task_recipe_change(config: dict[str, Any]) -> RepositoryOverride | None:
+    """The recipe an exported task was validated with (its ``install_config``), as a change
+    over inference: what the setup agent, the memory or an override added is in the task
+    itself, so the task builds the same anywhere. None for a task without one."""
+    if not config.get("test_command"):
+        return None
+    try:
+        return RepositoryOverride(
+            python=config.get("python"),
+            system_packages=config.get("system_packages"),
+            env=config.get("env_commands"),
+            install=config.get("install_commands"),
+            pre_test=config.get("pre_test_commands"),
+            test_command=config.get("test_command"),
+            test_runner=config.get("test_runner"),
+            environment=config.get("environment") or None,
+        )
+    except ValidationError as exc:
+        log.info("install_config not usable as a recipe, inferring one: %s", exc)
+        return None
+
+
 def task_environment(validator: Validator, task: TaskWorkspace) -> Environment:
-    """Blocking: the environment of an exported task, on the Python it was validated on."""
+    """Blocking: the environment of an exported task: its own recipe (``task_recipe_change``)
+    when it has one, else the first inferred that installs, on the Python it was validated on."""
     try:
         created_at: datetime | None = datetime.fromisoformat(task.created_at)
     except ValueError:
         created_at = None
+    change = task_recipe_change(task.install_config)
+    if change is not None:
+        tree = validator.tree(task.repo, task.base_commit)
+        try:
+            recipe = validator.recipe_with(
+                task.repo, task.base_commit, tree, created_at, change, "task"
+            )
+        except ValidationFailed as failed:  # its Python is not built here, say
+            log.info("%s: the task's recipe cannot be used (%s); inferring one", task.id, failed)
+        else:
+            return validator.build(task.repo, task.instance_id, tree, recipe)
     python = task.install_config.get("python")
     return validator.environment(
         task.repo,

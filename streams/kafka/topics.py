@@ -24,6 +24,7 @@ from schemas import (
     PullRequestCandidate,
     RawPullRequestEvent,
     Record,
+    RememberedRecipe,
     ScoredTask,
     ValidatedTask,
 )
@@ -158,6 +159,14 @@ LEDGER = TopicSpec(
     key=f"{PR_KEY}@v<pipeline_version> (on the partition of {PR_KEY})",
     configs=COMPACT,
 )
+RECIPES = TopicSpec(
+    "recipes.memory",
+    RememberedRecipe,
+    "recipe memory: the install recipe that worked per repository and dependency-file hash",
+    key="owner/repo@<dependency fingerprint>",
+    partitions=1,  # every worker reads all of it: a repository's PRs land on any partition
+    configs=COMPACT,
+)
 
 PRIMARY_TOPICS: tuple[TopicSpec, ...] = (
     GHARCHIVE_HOURS,
@@ -173,6 +182,7 @@ PRIMARY_TOPICS: tuple[TopicSpec, ...] = (
     HARNESS_REQUESTS,
     HARNESS_RESULTS,
     LEDGER,
+    RECIPES,
 )
 DLQ_TOPICS: tuple[TopicSpec, ...] = tuple(_dlq(t) for t in PRIMARY_TOPICS if t.has_dlq)
 ALL_TOPICS: tuple[TopicSpec, ...] = PRIMARY_TOPICS + DLQ_TOPICS

@@ -26,8 +26,10 @@ from streams.evaluation.sandbox import remove_orphans_if_docker
 from streams.kafka.client import KafkaProfile, LagProbe
 from streams.kafka.commits import CommitStallWatch, repair_stalled_commits
 from streams.pipeline.ledger import Ledger, TableLedgerStore, ledger_table, raw_schema
+from streams.pipeline.recipe_memory import RecipeBook
+from streams.pipeline.sinks import FaustSink
 from streams.pipeline.stage import Stage, register_stage
-from streams.runtime.topology import StageResources, pipeline_stages
+from streams.runtime.topology import StageResources, pipeline_stages, recipe_table
 
 log = logging.getLogger("swe_stream.app")
 
@@ -99,11 +101,35 @@ def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> f
             partitions=partitions,
         )
 
-    for stage in stages(settings, StageResources(ledger, table)):
+    recipes = RecipeBook(recipe_table(settings), FaustSink(app))
+    for stage in stages(settings, StageResources(ledger, table, recipes)):
         register_stage(app, stage, ledger)
+    register_recipe_memory(app, recipes, bootstrap, settings.validation.recipe_refresh_seconds)
 
     register_maintenance(app, settings, bootstrap)
     return app
+
+
+def register_recipe_memory(
+    app: faust.App, recipes: RecipeBook, bootstrap: str, refresh_seconds: float
+) -> None:
+    """Restore the recipe memory from ``recipes.memory`` when the worker starts (validations
+    wait for it), then read what other workers remembered every ``refresh_seconds``."""
+
+    @app.task
+    async def restore_recipes() -> None:
+        try:
+            count = await recipes.restore(bootstrap)
+            log.info("recipes: %d remembered recipe(s) restored", count)
+        except Exception as exc:  # the local table still holds what this worker learned
+            log.warning("recipes: memory not restored from the topic: %s", exc)
+
+    @app.timer(interval=refresh_seconds)
+    async def refresh_recipes() -> None:
+        try:
+            await recipes.restore(bootstrap)
+        except Exception as exc:  # the cluster may be away: read next time
+            log.debug("recipes: memory not refreshed: %s", exc)
 
 
 def register_maintenance(app: faust.App, settings: Settings, bootstrap: str) -> None:

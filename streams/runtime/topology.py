@@ -2,9 +2,10 @@
 
     GH Archive hours -ingest-> gharchive.pull-request-events -prefilter-> pr.candidates
       -enrich-> pr.enriched -classify-> pr.classified -extract-> pr.patches
-      -validate (+ agentic testgen)-> tasks.validated -score-> tasks.scored
+      -validate (+ setup agent, testgen)-> tasks.validated -score-> tasks.scored
       -export-> tasks.exported (+ task dirs, dataset.jsonl) -harness-> harness.results
     every stage -> swe.ledger (compacted; the processed-PR ledger)
+    validate <-> recipes.memory (compacted; the recipes that ran a repository's tests)
     every stage -> <its input topic>.dlq (records it could not handle, with the error)
 
 Each stage lives in its own module in ``agents/`` and is listed in ``pipeline_stages``, in
@@ -28,16 +29,19 @@ from agents.extract import extract_stage
 from agents.harness import harness_stages
 from agents.prefilter import prefilter_stage
 from agents.score import score_stage
+from agents.setup_agent import make_setup_agent, unavailable
 from agents.testgen import make_test_generator
 from agents.validate import validate_stage
 from streams.clients.git import RepoCache
 from streams.clients.github import GitHubClient
 from streams.clients.llm import LLMClient
 from streams.core.settings import Settings
+from streams.evaluation.recipes.memory import RecipeTable
 from streams.evaluation.recipes.overrides import load_overrides
 from streams.evaluation.sandbox import Limits
 from streams.evaluation.validator import Validator, docker_from_env
 from streams.pipeline.ledger import Ledger
+from streams.pipeline.recipe_memory import RecipeBook
 from streams.pipeline.stage import Stage
 
 # the PR stages in graph order: the funnel's rows (the harness stages evaluate, they mine nothing)
@@ -48,11 +52,13 @@ Table = MutableMapping[bytes, bytes]
 
 @dataclass
 class StageResources:
-    """What stages share in one worker: the ledger and named key/value tables (Faust tables,
-    recovered from their changelogs; plain dicts in tests)."""
+    """What stages share in one worker: the ledger, named key/value tables (Faust tables,
+    recovered from their changelogs; plain dicts in tests) and the recipe memory (restored
+    from ``recipes.memory`` by the app; None: a table of its own, not restored)."""
 
     ledger: Ledger
     table: Callable[[str], Table]
+    recipes: RecipeBook | None = None
 
 
 def pipeline_stages(settings: Settings, resources: StageResources) -> list[Stage[Any]]:
@@ -64,8 +70,14 @@ def pipeline_stages(settings: Settings, resources: StageResources) -> list[Stage
         resources.table("github-repositories"), github, settings.github.repo_cache_ttl_seconds
     )
     limits = Limits.from_settings(settings.docker)
-    validator = make_validator(settings, repos)
+    recipes = resources.recipes
+    if recipes is None:  # no app to restore it from the topic: the local table alone
+        recipes = RecipeBook(recipe_table(settings))
+        recipes.mark_restored()
+    memory = recipes.table if isinstance(recipes.table, RecipeTable) else None
+    validator = make_validator(settings, repos, memory)
     testgen = make_test_generator(settings.testgen, llm, limits)
+    setup_agent = make_setup_agent(settings.setup_agent, llm, validator)
     stages: list[Stage[Any]] = [
         prefilter_stage(settings.prefilter, resources.ledger),
         enrich_stage(
@@ -78,7 +90,13 @@ def pipeline_stages(settings: Settings, resources: StageResources) -> list[Stage
         ),
         classify_stage(settings.classify, llm, settings.pipeline_version),
         extract_stage(settings.extract, repos, settings.pipeline_version),
-        validate_stage(validator, testgen),
+        validate_stage(
+            validator,
+            testgen,
+            setup_agent,
+            recipes if settings.validation.recipe_memory else None,
+            unavailable(settings.setup_agent, llm) or "",
+        ),
         score_stage(settings.score, llm, settings.pipeline_version),
         export_stage(settings.export_dir, settings.pipeline_version),
         *harness_stages(
@@ -100,9 +118,17 @@ def repo_cache(settings: Settings) -> RepoCache:
     )
 
 
-def make_validator(settings: Settings, repos: RepoCache | None = None) -> Validator:
+def recipe_table(settings: Settings) -> RecipeTable:
+    """The worker's local recipe memory (``<worker.data_dir>/recipes.sqlite``)."""
+    return RecipeTable(settings.worker.data_dir / "recipes.sqlite")
+
+
+def make_validator(
+    settings: Settings, repos: RepoCache | None = None, memory: RecipeTable | None = None
+) -> Validator:
     """The evaluation engine as the settings configure it (one Docker client, one clone cache,
-    one image cache for every stage and command that validates or evaluates)."""
+    one image cache for every stage and command that validates or evaluates); ``memory``:
+    the remembered recipes it tries first (when ``validation.recipe_memory`` is on)."""
     return Validator(
         repos or repo_cache(settings),
         docker_from_env,
@@ -110,6 +136,7 @@ def make_validator(settings: Settings, repos: RepoCache | None = None) -> Valida
         settings.validation,
         settings.pipeline_version,
         load_overrides(settings.validation.overrides_file),
+        memory if settings.validation.recipe_memory else None,
     )
 
 

@@ -57,14 +57,20 @@ def hour_json(fixtures_dir: Path) -> Callable[[str], list[dict[str, Any]]]:
 
 
 def start_stage_worker(
-    bootstrap: str, stages: str, log: Path, env: dict[str, str] | None = None
+    bootstrap: str,
+    stages: str,
+    log: Path,
+    env: dict[str, str] | None = None,
+    app_id: str | None = None,
 ) -> tuple[subprocess.Popen[bytes], int]:
-    """``swe-stream worker --stages STAGES`` on the broker, a fresh consumer group, logging to
-    ``log``; returns the process and its metrics port (stop it with ``stop``)."""
+    """``swe-stream worker --stages STAGES`` on the broker, a fresh consumer group (or
+    ``app_id``'s: a restarted worker), logging to ``log``; returns the process and its metrics
+    port (stop it with ``stop``)."""
     metrics_port = free_port()
+    app_id = app_id or f"{stages.replace(',', '-')}-{os.getpid()}-{time.monotonic_ns()}"
     command = [
         SWE_STREAM, "worker", "--bootstrap", bootstrap, "--stages", stages,
-        "--app-id", f"{stages.replace(',', '-')}-{os.getpid()}-{time.monotonic_ns()}",
+        "--app-id", app_id,
         "--web-port", str(free_port()), "--metrics-port", str(metrics_port),
     ]  # fmt: skip
     with open(log, "wb") as out:

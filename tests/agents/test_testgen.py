@@ -18,7 +18,6 @@ from pydantic import SecretStr
 
 from agents.extract import Extract
 from agents.testgen import (
-    ELIDED,
     TIME_LIMIT,
     TOKEN_LIMIT,
     TURN_LIMIT,
@@ -28,10 +27,10 @@ from agents.testgen import (
     check_claims,
     checked_test_path,
     files_patch,
-    fit_context,
     make_test_generator,
     safe_path,
 )
+from agents.tool_loop import ELIDED, fit_context
 from agents.validate import ValidateStage
 from schemas import LedgerEntry, PatchSet, ValidatedTask, ValidationReport
 from streams.clients.git import RepoCache

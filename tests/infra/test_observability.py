@@ -31,7 +31,7 @@ DASHBOARDS = sorted((INFRA / "grafana" / "dashboards").glob("*.json"))
 RULES = INFRA / "prometheus" / "rules.yml"
 METRIC = re.compile(r"\b((?:swe_stream|faust)_[a-z0-9_]+)\b")
 # what the offline run cannot exercise: no LLM key (heuristic backends, no test generation)
-NOT_EXERCISED = re.compile(r"swe_stream_(llm|testgen)_")
+NOT_EXERCISED = re.compile(r"swe_stream_(llm|testgen|setup_agent)_")
 GRAFANA_RANGES = {"$__rate_interval": "1m", "$__range": "1h", "$__interval": "15s"}
 
 

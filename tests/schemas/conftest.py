@@ -29,6 +29,7 @@ from schemas import (
     PullRequestCandidate,
     RawPullRequestEvent,
     Record,
+    RememberedRecipe,
     RepositoryInfo,
     ScoredTask,
     ValidatedTask,
@@ -294,6 +295,20 @@ def examples(
         first_seen_at=raw.created_at,
         updated_at=started,
     )
+    recipe = RememberedRecipe(
+        pipeline_version=PIPELINE_VERSION,
+        repo=row["repo"],
+        fingerprint="0123456789abcdef",
+        source="agent",
+        python="3.11",
+        system_packages=["gettext"],
+        pre_test=["make -C locale"],
+        instance_id=row["instance_id"],
+        base_commit=row["base_commit"],
+        tests=len(row["PASS_TO_PASS"]) + len(row["FAIL_TO_PASS"]),
+        verified_at=started,
+        notes=["setup agent: the translations are compiled before the tests"],
+    )
     dead = DeadLetter.capture(
         source_topic="gharchive.pull-request-events",
         source_partition=7,
@@ -317,6 +332,7 @@ def examples(
         failed_at=started,
     )
     built: list[Record] = [
+        recipe,
         raw,
         hour_entry,
         candidate,

@@ -26,6 +26,7 @@ from schemas import (
     PullRequestRecord,
     RawPullRequestEvent,
     Record,
+    RememberedRecipe,
     RepoName,
     ScoredTask,
     SWEBenchInstance,
@@ -58,6 +59,7 @@ WRONG_TYPE: dict[type[Record], tuple[str, Any]] = {
     HarnessRequest: ("agent_timeout_seconds", "soon"),
     HarnessResult: ("agent_time_seconds", "long"),
     LedgerEntry: ("attempts", "twice"),
+    RememberedRecipe: ("tests", "several"),
     DeadLetter: ("source_offset", "end"),
 }
 
@@ -75,8 +77,8 @@ def assert_rejected(model: type[Record], data: dict[str, Any], field: str) -> No
 
 
 def test_registry_lists_every_topic_model() -> None:
-    assert len(ALL_RECORD_MODELS) == 14
-    assert len(set(ALL_RECORD_MODELS)) == 14
+    assert len(ALL_RECORD_MODELS) == 15
+    assert len(set(ALL_RECORD_MODELS)) == 15
     assert set(WRONG_TYPE) == set(ALL_RECORD_MODELS)
     for model in ALL_RECORD_MODELS:
         assert issubclass(model, Record)

@@ -11,6 +11,7 @@ A YAML file (``validation.overrides_file``)::
         install: ["uv pip install -e ."]                   # instance image, in /testbed
         pre_test: ["make -C locale"]   # build steps before the tests
         test_command: "python -m pytest -rA -v"            # the test files are appended
+        test_runner: pytest            # whose log parser reads the output
         environment: {TZ: UTC}         # variables of the images and the tests
 
 Unknown keys are errors (a typo must not silently do nothing).
@@ -22,10 +23,11 @@ import dataclasses
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from streams.core.settings import safe_load_yaml
-from streams.evaluation.environments import InstallRecipe
+from streams.evaluation.environments import InstallRecipe, RecipeOrigin
+from streams.evaluation.log_parsers import LOG_PARSERS
 
 
 class RepositoryOverride(BaseModel):
@@ -37,7 +39,17 @@ class RepositoryOverride(BaseModel):
     install: list[str] | None = None
     pre_test: list[str] | None = None
     test_command: str | None = Field(None, min_length=1)
+    test_runner: str | None = Field(None, min_length=1)  # a log parser's name: pytest, ...
     environment: dict[str, str] | None = None
+
+    @field_validator("test_runner")
+    @classmethod
+    def _known_runner(cls, value: str | None) -> str | None:
+        if value is not None and value not in LOG_PARSERS:
+            raise ValueError(
+                f"no log parser for {value!r}; known: {', '.join(sorted(LOG_PARSERS))}"
+            )
+        return value
 
 
 class Overrides(BaseModel):
@@ -82,9 +94,12 @@ def apply_override(recipe: InstallRecipe, override: RepositoryOverride | None) -
         changes["pre_test_commands"] = tuple(override.pre_test)
     if override.test_command is not None:
         changes["test_command"] = override.test_command
+    if override.test_runner is not None:
+        changes["test_runner"] = override.test_runner
     if override.environment is not None:
         merged = {**recipe.variables, **override.environment}
         changes["environment"] = tuple(sorted(merged.items()))
     if changes:
         changes["sources"] = (*recipe.sources, "override")
+        changes["origin"] = RecipeOrigin("override", override.model_dump(exclude_none=True))
     return dataclasses.replace(recipe, **changes)  # type: ignore[arg-type]

@@ -1101,7 +1101,7 @@ _PIP_OPTIONS_WITH_VALUE = frozenset(
 _PIP_FLAGS = frozenset({"--pre", "--prefer-binary", "--no-index", "--require-hashes", "--no-deps"})
 
 
-def _is_requirements_name(path: str) -> bool:
+def is_requirements_name(path: str) -> bool:
     parts = path.lower().split("/")
     if _SKIP_DIRS & set(parts[:-1]):
         return False
@@ -1235,7 +1235,7 @@ def _parse_requirements_text(text: str, path: str, tree: _Tree) -> RequirementsF
 
 
 def _read_requirements_files(tree: _Tree, extra_refs: Iterable[str]) -> list[RequirementsFile]:
-    named = [name for name in tree.names if _is_requirements_name(name)]
+    named = [name for name in tree.names if is_requirements_name(name)]
     named = [
         name
         for name in named

@@ -25,7 +25,8 @@ def test_catalog_is_consistent() -> None:
     for spec in PRIMARY_TOPICS:
         if spec.key == PR_KEY:
             assert spec.partitions is None, spec.name
-    assert {t.name for t in ALL_TOPICS if t.compacted} == {"swe.ledger", "gharchive.hours"}
+    compacted = {"swe.ledger", "gharchive.hours", "recipes.memory"}
+    assert {t.name for t in ALL_TOPICS if t.compacted} == compacted
     # every topic a stage consumes has a DLQ, and the DLQs hold dead letters
     assert {t.name for t in DLQ_TOPICS} == {t.name + ".dlq" for t in PRIMARY_TOPICS if t.has_dlq}
     assert all(t.value_model is DeadLetter for t in DLQ_TOPICS)
