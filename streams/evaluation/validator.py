@@ -170,6 +170,12 @@ def why_no_fail_to_pass(
     return ValidationFailed(NO_FAIL_TO_PASS, shown, tests_ran=len(verdict.after))
 
 
+def own_sources(recipe: InstallRecipe, user: RepositoryOverride | None) -> tuple[str, ...]:
+    """``recipe``'s sources, "override" only when the user's override file took part (a
+    remembered or submitted change is applied the way an override is, and says so itself)."""
+    return tuple(s for s in recipe.sources if s != "override" or user is not None)
+
+
 def test_command(base: str, files: list[str]) -> str:
     """The recipe's test command run on ``files`` (shell-quoted)."""
     return " ".join([base, *(shlex.quote(f) for f in files)])
@@ -366,9 +372,8 @@ class Validator:
                 remembered=True,
                 trusted=trusted(entry, self.pipeline_version),
             )
-            recipe = dataclasses.replace(
-                made[0], sources=(*made[0].sources, f"memory:{entry.source}"), origin=origin
-            )
+            sources = (*own_sources(made[0], override), f"memory:{entry.source}")
+            recipe = dataclasses.replace(made[0], sources=sources, origin=origin)
             if recipe not in recipes:
                 recipes.append(recipe)
         return recipes
@@ -390,12 +395,13 @@ class Validator:
             raise ValidationFailed(
                 NO_PYTHON, f"no base image for python {change.python}; built: {sorted(images)}"
             )
-        override = layered(change, self.overrides.lookup(repo))
-        made, _ = self.inferred(repo, base_commit, tree, created_at, override)
+        user = self.overrides.lookup(repo)
+        made, _ = self.inferred(repo, base_commit, tree, created_at, layered(change, user))
         if not made:
             raise ValidationFailed(UNSUPPORTED, "no install recipe recognises the repository")
         origin = RecipeOrigin(source, change.model_dump(exclude_none=True, exclude={"python"}))
-        return dataclasses.replace(made[0], sources=(*made[0].sources, source), origin=origin)
+        sources = (*own_sources(made[0], user), source)
+        return dataclasses.replace(made[0], sources=sources, origin=origin)
 
     def python_images(self) -> dict[str, str]:
         """The Pythons whose base image is on the engine (``docker.python_images``); when

@@ -121,7 +121,7 @@ async def test_the_agent_finds_the_build_step_its_ci_runs_and_the_next_pr_rememb
         assert task.FAIL_TO_PASS == ["tests/test_messages.py::test_farewell_fr"]
         assert task.PASS_TO_PASS == ["tests/test_messages.py::test_greeting_fr"]
         config = task.install_config
-        assert config is not None and "agent" in config.recipe
+        assert config is not None and "agent" in config.recipe and "override" not in config.recipe
         assert config.system_packages == ["gettext"] and BUILD_STEP in config.pre_test_commands
         assert len(llm_server.requests) == len(script)
         assert sample("swe_stream_setup_agent_runs_total", outcome="accepted") == runs + 1
