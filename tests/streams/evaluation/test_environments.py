@@ -376,7 +376,8 @@ def test_a_build_container_a_dead_process_left_is_removed_and_its_images_childre
         labels = docker_client.images.get(env.tag).labels
         assert labels.get(BUILDER_LABEL) == ""  # emptied on the committed image
         with Sandbox(docker_client, env.tag, workdir="/") as box:
-            assert remove_orphans(docker_client) >= 1
+            # gone, whoever removed it: other test processes of the host remove orphans too
+            remove_orphans(docker_client)
             remaining = {c["Id"] for c in docker_client.api.containers(all=True)}
             assert left.id not in remaining
             assert box.container_id in remaining  # made from a built image: left alone

@@ -119,7 +119,7 @@ def test_containers_of_a_killed_process_are_removed_by_the_next_one(
     child.wait(timeout=30)
     assert docker_client.containers.get(orphan).status == "running"  # left behind
 
-    assert remove_orphans(docker_client) >= 1
+    remove_orphans(docker_client)  # (another test process of the host may have done it first)
     # (the low-level list: other tests' containers may come and go meanwhile)
     remaining = {c["Id"] for c in docker_client.api.containers(all=True)}
     assert orphan not in remaining
