@@ -97,15 +97,7 @@ class ValidateStage:
         async with self._semaphore:
             try:
                 task = await self._validate_somewhere(patches, has_tests)
-            except ValidationFailed as failed:
-                # once per PR, at INFO: why it is not a task (the ledger keeps the detail too)
-                log.info(
-                    "validate: %s#%d rejected: %s%s",
-                    patches.repo,
-                    patches.number,
-                    failed.reason,
-                    f" ({failed.detail.splitlines()[0][:300]})" if failed.detail else "",
-                )
+            except ValidationFailed as failed:  # the stage framework logs the one line
                 return Outcome.reject(failed.reason, failed.detail or None)
         return Outcome.accept(task)
 

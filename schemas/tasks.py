@@ -91,6 +91,9 @@ class InstallConfig(SubRecord):
     pre_test_commands: list[str] = Field(default_factory=list)
     environment: dict[str, str] = Field(default_factory=dict)
     recipe: list[str] = Field(default_factory=list)  # what the recipe was inferred from
+    # the git remote the task was mined from (no credentials): re-validation and the harness
+    # clone it from there, wherever they run
+    remote: str | None = None
 
 
 class ValidatedTask(PullRequestRecord, SWEBenchFields):

@@ -43,6 +43,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from schemas.base import validate_repo_name
 from streams.core.errors import DependencyError
@@ -305,6 +306,7 @@ class RepoCache:
         self.timeout_seconds = timeout_seconds
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self._remotes: dict[str, str] = {}
 
     # -- paths and processes ---------------------------------------------------------------
 
@@ -317,9 +319,25 @@ class RepoCache:
         return path
 
     def url(self, repo: str) -> str:
-        """The remote URL of ``repo`` (``url_template`` filled in)."""
+        """The remote URL of ``repo``: the one set with ``use_remote``, else ``url_template``
+        filled in."""
         owner, name = validate_repo_name(repo).split("/")
-        return self.url_template.format(owner=owner, repo=name)
+        return self._remotes.get(repo.lower()) or self.url_template.format(owner=owner, repo=name)
+
+    def use_remote(self, repo: str, url: str) -> None:
+        """Clone ``repo`` from ``url`` (an exported task's recorded remote), not the template."""
+        validate_repo_name(repo)
+        self._remotes[repo.lower()] = url
+
+    def public_url(self, repo: str) -> str:
+        """``url(repo)`` without credentials (a token in an https URL's user part): what a
+        task records as its remote."""
+        parts = urlsplit(self.url(repo))
+        if not (parts.username or parts.password):
+            return parts.geturl()
+        host = parts.hostname or ""
+        netloc = host + (f":{parts.port}" if parts.port else "")
+        return urlunsplit(parts._replace(netloc=netloc))
 
     def _env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in _UNSAFE_ENV}

@@ -659,6 +659,7 @@ class Validator:
                 pre_test_commands=list(recipe.pre_test_commands),
                 environment=recipe.variables,
                 recipe=list(recipe.sources),
+                remote=self.repos.public_url(patches.repo),
             ),
             checks=[test_command(recipe.test_command, [test]) for test in tests],
         )
@@ -787,6 +788,9 @@ def task_environment(validator: Validator, task: TaskWorkspace) -> Environment:
         created_at: datetime | None = datetime.fromisoformat(task.created_at)
     except ValueError:
         created_at = None
+    remote = task.install_config.get("remote")
+    if isinstance(remote, str) and remote:
+        validator.repos.use_remote(task.repo, remote)
     change = task_recipe_change(task.install_config)
     if change is not None:
         tree = validator.tree(task.repo, task.base_commit)

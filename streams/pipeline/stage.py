@@ -142,7 +142,8 @@ class StageRunner(Generic[In]):
                 # a service that answered with an error (404, exhausted retries, no such
                 # commit) is explained by its message: one line, not a traceback
                 if isinstance(exc, DependencyError):
-                    log.warning("stage %s failed on %s: %s", stage, key, exc)
+                    shown = key.decode(errors="replace") if key is not None else "?"
+                    log.warning("stage %s failed on %s: %s", stage, shown, exc)
                 else:
                     log.exception("stage %s failed on %s@%d:%d", stage, key, partition, offset)
                 await self._dead_letter(key, value, partition, offset, exc, "logic", attempt)
@@ -171,6 +172,12 @@ class StageRunner(Generic[In]):
             metrics.STAGE_RECORDS_OUT.labels(stage=stage).inc(len(outcome.outputs))
         if outcome.status in ("rejected", "ignored"):
             metrics.STAGE_RECORDS_REJECTED.labels(stage=stage, reason=outcome.reason or "").inc()
+        if outcome.status == "rejected":
+            # where a PR ends: one line saying why (the ledger keeps the whole detail)
+            first = (outcome.detail or "").strip().splitlines()[:1]
+            key = getattr(record, "key", "?")
+            shown = f" ({first[0][:300]})" if first else ""
+            log.info("%s: %s rejected: %s%s", stage, key, outcome.reason, shown)
         if outcome.status is not None:
             await self._ledger(record, outcome.status, outcome.reason, outcome.detail)
 

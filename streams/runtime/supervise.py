@@ -160,7 +160,8 @@ def quiet_libraries() -> None:
     """Keep the libraries' INFO lines (rebalances, fetches) out of a one-process run's output,
     where they would drown the funnel; DEBUG shows them again."""
     if not logging.getLogger("swe_stream").isEnabledFor(logging.DEBUG):
-        for noisy in ("faust", "aiokafka", "mode"):
+        # httpx logs every request at INFO: one line per PR and API call
+        for noisy in ("faust", "aiokafka", "mode", "httpx", "httpcore"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
@@ -206,14 +207,16 @@ async def supervise(session: Session) -> tuple[str, Counts]:
     try:
         await joined(app, session.join_timeout_seconds)
         session.started()
-        settled, last_report = 0, 0.0
+        settled, last_report, last_line = 0, 0.0, ""
         while not stop.is_set():
             await asyncio.sleep(POLL_SECONDS)
             counts = counters.now()
             session.live.update(counts, records_in(), counts.get("export", {}).get("out", 0))
             if not session.live.enabled and time.monotonic() - last_report > LOG_EVERY_SECONDS:
-                last_report = time.monotonic()
-                log.info("%s", session.describe(counts))
+                line = session.describe(counts)
+                if line != last_line:  # a line only when something moved
+                    last_report, last_line = time.monotonic(), line
+                    log.info("%s", line)
             if app.crashed:
                 reason = f"the stream processor crashed: {app.crash_reason!r}"
                 break

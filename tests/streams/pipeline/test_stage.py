@@ -58,6 +58,18 @@ async def test_rejection_is_counted_and_recorded_with_its_reason(runner_and_sink
     assert counter(metrics.STAGE_RECORDS_REJECTED, stage="shout", reason="empty-text") == before + 1
 
 
+async def test_a_pr_that_ends_leaves_one_line_saying_why(
+    runner_and_sink,  # type: ignore[no-untyped-def]
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    runner, _ = runner_and_sink
+    with caplog.at_level("DEBUG", logger="swe_stream"):
+        await runner.process(b"octo/hello#8", utterance("  ", number=8), 1, 5)
+        await runner.process(b"octo/hello#9", utterance("fine", number=9), 1, 6)
+    lines = [r.getMessage() for r in caplog.records if r.levelname == "INFO"]
+    assert lines == ["shout: octo/hello#8 rejected: empty-text"]
+
+
 @pytest.mark.parametrize(
     "raw, error_type",
     [

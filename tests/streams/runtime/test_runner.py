@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,10 @@ def mine_once(world: OfflineWorld, env: dict[str, str], out: Path) -> str:
     args = ["mine", "--once", "--from", world.hour, "-o", str(out), "--metrics-port", "0"]
     done = swe_stream(env, *args, "--no-live")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    # quiet: no library chatter (an httpx line per request), at most one line per PR
+    assert "HTTP Request:" not in done.stderr, done.stderr[-3000:]
+    per_pr = Counter(re.findall(r"\b[\w.-]+/[\w.-]+#\d+\b", done.stderr))
+    assert max(per_pr.values(), default=0) <= 1, per_pr.most_common(3)
     return done.stdout
 
 

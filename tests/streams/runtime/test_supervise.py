@@ -248,3 +248,28 @@ async def test_no_partitions_in_time_is_a_timeout_and_the_app_still_stops() -> N
     assert started == []
     assert events == ["app.start", "stopping", "app.stop"]
     assert signal.getsignal(signal.SIGTERM) == before_term
+
+
+@pytest.mark.unit
+async def test_the_funnel_line_is_logged_only_when_it_changed(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(supervise_module, "LOG_EVERY_SECONDS", 0.0)
+    moving = [1, 1, 1, 2, 2, 2, 2, 3]
+
+    class Stalling(FakeCounters):
+        def now(self) -> Counts:
+            self.polls += 1
+            return {"export": counts(moving[min(self.polls, len(moving)) - 1])}
+
+    stalling = Stalling()
+    with caplog.at_level("INFO", logger="swe_stream"):
+        await supervise(
+            session(
+                FakeApp(),
+                stalling,
+                stop_when=lambda c: "enough" if stalling.polls >= len(moving) + 5 else None,
+            )
+        )
+    funnel = [r.getMessage() for r in caplog.records if r.getMessage().startswith("funnel:")]
+    assert [line.split("in=")[1].split()[0] for line in funnel] == ["1", "2", "3"]
