@@ -419,6 +419,7 @@ def make_setup_agent(
     """The setup agent the settings ask for; None (and the log says why) when there is none."""
     reason = unavailable(settings, llm)
     if reason is not None:
-        log.info("%s: environments come from inference, overrides and the recipe memory", reason)
+        # the worker says once at start what is missing; validate's reasons say it per PR
+        log.debug("%s: environments come from inference, overrides and the recipe memory", reason)
         return None
     return SetupAgent(llm, settings, validator)

@@ -281,7 +281,7 @@ def make_test_generator(
     if settings.mode == "off":
         return None
     if not llm.configured:
-        log.warning(
+        log.debug(
             "testgen: no LLM API key configured: PRs whose tests prove nothing are rejected "
             "(no_tests / no_fail_to_pass) instead of getting generated tests"
         )

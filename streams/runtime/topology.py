@@ -18,6 +18,7 @@ the settings: the validate and harness stages, ``swe-stream validate``, ``harnes
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,8 @@ from streams.evaluation.validator import Validator, docker_from_env
 from streams.pipeline.ledger import Ledger
 from streams.pipeline.recipe_memory import RecipeBook
 from streams.pipeline.stage import Stage
+
+log = logging.getLogger("swe_stream.topology")
 
 # the PR stages in graph order: the funnel's rows (the harness stages evaluate, they mine nothing)
 STAGE_ORDER = ("prefilter", "enrich", "classify", "extract", "validate", "score", "export")
@@ -78,6 +81,8 @@ def pipeline_stages(settings: Settings, resources: StageResources) -> list[Stage
     validator = make_validator(settings, repos, memory)
     testgen = make_test_generator(settings.testgen, llm, limits)
     setup_agent = make_setup_agent(settings.setup_agent, llm, validator)
+    for line in missing_services(settings, llm.configured):
+        log.warning("%s", line)
     stages: list[Stage[Any]] = [
         prefilter_stage(settings.prefilter, resources.ledger),
         enrich_stage(
@@ -108,6 +113,23 @@ def pipeline_stages(settings: Settings, resources: StageResources) -> list[Stage
         ),
     ]
     return select_stages(stages, settings.worker.stages)
+
+
+def missing_services(settings: Settings, llm_configured: bool) -> list[str]:
+    """What the settings lack that a run would miss, each with what it means (said once, when
+    a worker's stages are built)."""
+    missing = []
+    if settings.github.token is None and not settings.github.tokens:
+        missing.append(
+            "no GitHub token (GITHUB_TOKEN or github.token): the API allows 60 requests an "
+            "hour without one; PRs past that fail as GitHubUnavailable until the limit resets"
+        )
+    if not llm_configured:
+        missing.append(
+            "no LLM API key (OPENROUTER_API_KEY or llm.api_key): classify and score use "
+            "heuristics, and test generation and the environment-setup agent are off"
+        )
+    return missing
 
 
 def repo_cache(settings: Settings) -> RepoCache:

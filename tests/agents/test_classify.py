@@ -160,7 +160,7 @@ async def test_score_thresholds_reject_outside_the_range(
 def test_auto_backend_announces_the_heuristic_without_a_key(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="swe_stream.backends"):
+    with caplog.at_level(logging.DEBUG, logger="swe_stream.backends"):
         classifier = make_classifier("auto", LLMClient(LLMSettings()))
     assert isinstance(classifier, HeuristicClassifier) and classifier.name == "heuristic"
     assert "no LLM API key configured" in caplog.text

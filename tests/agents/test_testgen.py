@@ -121,7 +121,7 @@ def test_the_generator_is_made_only_when_asked_for_and_a_key_is_set(
     keyed = LLMClient(LLMSettings(api_key=SecretStr("sk-or-test-testgen")))
     keyless = LLMClient(LLMSettings(api_key=None))
     assert make_test_generator(TestgenSettings(mode="off"), keyed, limits) is None
-    with caplog.at_level(logging.WARNING, logger="swe_stream.testgen"):
+    with caplog.at_level(logging.DEBUG, logger="swe_stream.testgen"):
         assert make_test_generator(TestgenSettings(), keyless, limits) is None
     assert "no LLM API key" in caplog.text
     fallback = make_test_generator(TestgenSettings(), keyed, limits)

@@ -138,3 +138,19 @@ def test_building_the_stages_touches_no_docker_and_creates_nothing(tmp_path: Pat
     validator = make_validator(Settings())
     assert validator._client is None  # the Docker client is made on first use
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.unit
+def test_what_is_missing_is_said_once_when_the_stages_are_built(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("DEBUG", logger="swe_stream"):
+        build()
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 2, warnings
+    assert warnings[0].startswith("no GitHub token") and "60 requests an hour" in warnings[0]
+    assert warnings[1].startswith("no LLM API key") and "setup agent are off" in warnings[1]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="swe_stream"):
+        build(github={"token": "ghp_test"}, llm={"api_key": "sk-or-test"})
+    assert [r for r in caplog.records if r.levelname == "WARNING"] == []
