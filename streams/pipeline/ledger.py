@@ -258,6 +258,13 @@ def pr_file_line(entry: LedgerEntry) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
+def decided(entry: LedgerEntry) -> bool:
+    """Whether ``entry`` is a verdict on the PR (exported, or rejected with a reason), not a
+    failure of the machinery (a service or the engine away, a bug): swe-forge skips every PR
+    of its pr-file forever, so a transient failure must not go there."""
+    return entry.status in {"exported", "rejected"}
+
+
 def write_pr_file(path: Path, entries: Iterable[LedgerEntry]) -> int:
     """Write ``entries`` as a ``--pr-file`` (atomically: a temp file renamed over ``path``)."""
     lines = [pr_file_line(entry) + "\n" for entry in entries]

@@ -15,6 +15,7 @@ from streams.pipeline.ledger import (
     Ledger,
     PrFileError,
     SinkLedgerStore,
+    decided,
     latest,
     ledger_partition,
     of_version,
@@ -128,6 +129,15 @@ async def test_a_pr_file_round_trips_and_reads_swe_forge_lines(tmp_path: Path) -
         ("octo/x#10", "exported", "import", 3),
     ]
     assert all(e.is_final() for e in imported)
+
+
+async def test_only_verdicts_go_to_swe_forges_pr_file() -> None:
+    history = await _history()
+    latest_states = latest(history).values()
+    chosen = sorted(e.key for e in latest_states if decided(e))
+    failed = sorted(e.key for e in latest_states if e.status == "failed")
+    assert failed and not set(failed) & set(chosen)  # GitHubNotFound: it may answer later
+    assert chosen == sorted(e.key for e in latest_states if e.status in {"exported", "rejected"})
 
 
 @pytest.mark.parametrize(
