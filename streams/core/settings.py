@@ -211,7 +211,10 @@ class PrefilterSettings(Section):
 
 class EnrichSettings(Section):
     languages: StrList = Field(
-        default_factory=list, description="repository languages kept (GitHub names); empty = all"
+        # the languages validation can install and test: other PRs would spend API calls, LLM
+        # tokens and a clone before validate rejects them
+        default_factory=lambda: ["Python"],
+        description="repository languages kept (GitHub names); empty = all",
     )
     min_stars: int = Field(20, ge=0)
     min_files: int = Field(1, ge=0)

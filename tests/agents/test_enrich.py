@@ -35,7 +35,7 @@ from agents.enrich import (
 from agents.prefilter import PrefilterRules, prefilter_event
 from schemas import DeadLetter, EnrichedPullRequest, LedgerEntry, PullRequestCandidate
 from streams.clients.github import GitHubClient
-from streams.core.settings import GitHubSettings
+from streams.core.settings import EnrichSettings, GitHubSettings
 from streams.kafka.topics import CANDIDATES, ENRICHED, LEDGER
 from streams.pipeline.ledger import Ledger, SinkLedgerStore
 from streams.pipeline.sinks import MemorySink
@@ -354,7 +354,9 @@ def test_prefilter_and_enrich_workers_over_the_slim_hour(
 
 async def enrich_in_process(events: list[Any], server: FakeGitHub) -> set[str]:
     github = GitHubClient(settings_for(server))
-    enricher = Enricher(github, RepositoryCache({}, github, 3600), EnrichRules(), 1)
+    # the rules a worker gets from the default settings (Python repositories only)
+    rules = EnrichRules.from_settings(EnrichSettings())
+    enricher = Enricher(github, RepositoryCache({}, github, 3600), rules, 1)
     try:
         keys = set()
         for event in events:
