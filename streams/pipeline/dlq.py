@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -106,6 +107,25 @@ def current_letters(letters: Iterable[DeadLetter]) -> list[DeadLetter]:
         if known is None or letter.attempts >= known.attempts:
             latest[identity(letter)] = letter
     return list(latest.values())
+
+
+def select_letters(
+    letters: Iterable[DeadLetter],
+    *,
+    stages: Iterable[str] = (),
+    keys: Iterable[str] = (),
+    since: datetime | None = None,
+) -> list[DeadLetter]:
+    """The letters of one of ``stages`` (any when empty), of one of ``keys`` (``owner/repo#N``;
+    any when empty), that failed at or after ``since``: what ``dlq replay`` sends back."""
+    wanted_stages, wanted_keys = set(stages), set(keys)
+    return [
+        letter
+        for letter in letters
+        if (not wanted_stages or letter.stage in wanted_stages)
+        and (not wanted_keys or letter.key in wanted_keys)
+        and (since is None or letter.failed_at >= since)
+    ]
 
 
 async def read_dead_letters(bootstrap: str, dlq_topic: str) -> list[tuple[int, int, Any]]:

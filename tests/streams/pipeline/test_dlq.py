@@ -7,13 +7,14 @@ import asyncio
 import os
 import subprocess
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from schemas import DeadLetter, LedgerEntry
 from streams.kafka.broker import free_port
-from streams.pipeline.dlq import current_letters, replay_attempt
+from streams.pipeline.dlq import current_letters, replay_attempt, select_letters
 from tests.conftest import REPO_ROOT, SWE_STREAM
 from tests.fakes.shout_stage import HEARD, SHOUTED, Utterance
 from tests.workers import (
@@ -46,6 +47,30 @@ def test_one_replay_per_record_its_latest_attempt() -> None:
     letters = [letter(b"a", 1), letter(b"b", 1), letter(b"a", 2)]
     current = current_letters(letters)
     assert sorted((x.original_value(), x.attempts) for x in current) == [(b"a", 2), (b"b", 1)]
+
+
+@pytest.mark.unit
+def test_a_replay_can_be_narrowed_to_stages_keys_and_a_time() -> None:
+    t0 = datetime(2026, 11, 25, 12, tzinfo=UTC)
+
+    def failed(stage: str, key: str, minutes: int) -> DeadLetter:
+        return DeadLetter.capture(
+            source_topic="t", source_partition=0, source_offset=minutes, key=key, value=b"v",
+            exc=RuntimeError("x"), stage=stage, pipeline_version=1,
+            failed_at=t0 + timedelta(minutes=minutes),
+        )  # fmt: skip
+
+    letters = [
+        failed("enrich", "o/r#1", 0),
+        failed("validate", "o/r#2", 5),
+        failed("enrich", "o/r#3", 9),
+    ]
+    assert select_letters(letters) == letters
+    assert [x.key for x in select_letters(letters, stages=["enrich"])] == ["o/r#1", "o/r#3"]
+    assert [x.key for x in select_letters(letters, keys=["o/r#2", "o/r#9"])] == ["o/r#2"]
+    since = t0 + timedelta(minutes=5)
+    assert [x.key for x in select_letters(letters, since=since)] == ["o/r#2", "o/r#3"]
+    assert select_letters(letters, stages=["validate"], since=t0 + timedelta(minutes=6)) == []
 
 
 def dlq(bootstrap: str, action: str) -> str:
