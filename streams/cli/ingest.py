@@ -11,6 +11,7 @@ import sys
 
 from agents.ingest import HourReport, HourSelection, ingest_hours
 from streams.cli.options import Commands, Parents, add_hour_range, hour_selection
+from streams.core.errors import ExitCode
 from streams.core.settings import Settings
 from streams.kafka.broker import kafka_bootstrap
 from streams.kafka.client import TopicAdmin, detect_profile
@@ -86,7 +87,19 @@ async def _ingest(
         interactive=sys.stderr.isatty(),
     )
     print(ingest_summary(reports))
-    return 1 if any(r.status == "failed" for r in reports) else 0
+    if any(r.status == "failed" for r in reports):
+        return ExitCode.FAILURE
+    partial = [r for r in reports if r.status == "partial"]
+    if partial:
+        hours = ", ".join(f"{r.hour} ({r.error})" if r.error else r.hour for r in partial)
+        print(
+            f"swe-stream ingest: {len(partial)} hour(s) ended partial, read only in part: {hours}"
+            " — the file is cut short or corrupt: fetch it again and re-run the ingest "
+            "(an hour not done is ingested again)",
+            file=sys.stderr,
+        )
+        return ExitCode.PARTIAL
+    return ExitCode.OK
 
 
 def ingest_summary(reports: list[HourReport]) -> str:

@@ -9,6 +9,8 @@ modules (each declares its options beside its handlers) and runs the chosen hand
 
 Every command that needs Kafka takes ``--bootstrap`` (or ``SWE_STREAM_KAFKA_BOOTSTRAP``);
 without one it starts the embedded broker for as long as the command runs.
+
+Exit codes: ``streams.core.errors.ExitCode`` (README "Exit codes").
 """
 
 from __future__ import annotations
@@ -16,14 +18,15 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 
 from pydantic import ValidationError
 
 from streams.cli import cluster, demo, evaluate, ingest, pipeline, recipes, records, worker
-from streams.cli.options import make_parents, settings_from_args
+from streams.cli.options import explain, make_parents, preflight, settings_from_args
+from streams.core.errors import ExitCode
 from streams.core.settings import ConfigFileError
-from streams.kafka.broker import BrokerError
 
 # in the order `swe-stream --help` lists them
 COMMAND_MODULES = (cluster, ingest, worker, pipeline, records, recipes, evaluate, demo)
@@ -43,23 +46,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command. A problem the user can fix ends as one line on stderr, ``swe-stream
+    COMMAND: what is wrong — what to do``, and its ``ExitCode``; the traceback only with
+    ``--verbose``. Problems knowable up front are found before any service starts."""
     args = build_parser().parse_args(argv)
     try:
         settings = settings_from_args(args)
     except (ConfigFileError, ValidationError) as exc:
         print(f"swe-stream: invalid settings: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     logging.basicConfig(
         level=settings.worker.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
+        preflight(args, settings)
         return int(args.handler(args, settings))
-    except BrokerError as exc:
-        print(f"swe-stream: {exc}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
-        return 130
+        return ExitCode.INTERRUPTED
+    except Exception as exc:
+        error = explain(exc, args, settings)
+        if error is None:
+            raise
+        if getattr(args, "verbose", False):
+            traceback.print_exc()
+        print(f"swe-stream {args.command}: {error}", file=sys.stderr)
+        return int(error.code)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -18,6 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from agents.ingest import HourSelection
+from streams.core.errors import (
+    ClusterUnreachable,
+    DependencyError,
+    ExitCode,
+    PortInUse,
+    UsageError,
+    UserError,
+)
 from streams.core.settings import Settings, load_settings
 
 Handler = Callable[[argparse.Namespace, Settings], int]
@@ -28,7 +37,7 @@ Commands = Any  # argparse's _SubParsersAction, which it does not export
 class Parents:
     """Parent parsers whose options several commands take."""
 
-    common: argparse.ArgumentParser  # --config, --log-level, --pipeline-version
+    common: argparse.ArgumentParser  # --config, --log-level, --verbose, --quiet, --pipeline-...
     kafka: argparse.ArgumentParser  # --bootstrap
     hours: argparse.ArgumentParser  # mine and run: which GH Archive hours
 
@@ -43,6 +52,12 @@ def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     common.add_argument("--config", type=Path, help="YAML settings file (or SWE_STREAM_CONFIG)")
     common.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    common.add_argument(
+        "--verbose",
+        action="store_true",
+        help="log level debug, and a traceback with any error (else one line)",
+    )
+    common.add_argument("--quiet", action="store_true", help="log level warning")
     common.add_argument(
         "--pipeline-version",
         type=int,
@@ -100,7 +115,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "poll_seconds": getattr(args, "poll_seconds", None),
         },
         "worker": {
-            "log_level": getattr(args, "log_level", None),
+            "log_level": _log_level(args),
             "app_id": getattr(args, "app_id", None),
             "web_port": getattr(args, "web_port", None),
             "metrics_port": getattr(args, "metrics_port", None),
@@ -119,6 +134,14 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         "export": {"output_dir": getattr(args, "output", None)},
     }
     return load_settings(getattr(args, "config", None), overrides)
+
+
+def _log_level(args: argparse.Namespace) -> str | None:
+    if getattr(args, "verbose", False):
+        return "debug"
+    if getattr(args, "quiet", False):
+        return "warning"
+    return getattr(args, "log_level", None)
 
 
 def hour_selection(args: argparse.Namespace) -> HourSelection:
@@ -187,3 +210,145 @@ class StopSignals:
                 return False
             time.sleep(min(remaining, 0.05))
         return True
+
+
+# ---- before a command starts: the problems knowable up front, as one line each ----
+
+# commands that start the embedded broker when no cluster is named
+EMBEDDED_COMMANDS = frozenset({"topics", "ingest", "worker", "mine", "run"})
+# commands that serve /metrics on worker.metrics_port
+METRICS_COMMANDS = frozenset({"mine", "run", "worker", "replay"})
+CLUSTER_FIX = "check --bootstrap / SWE_STREAM_KAFKA_BOOTSTRAP"
+CONNECT_SECONDS = 3.0
+
+
+def preflight(args: argparse.Namespace, settings: Settings) -> None:
+    """Raise a ``UserError`` for a problem the command would hit later, before it starts any
+    service: a malformed hour or --source (2), a taken /metrics port (4), a named Kafka
+    cluster that nothing answers at (3)."""
+    _check_hours(args, settings)
+    if args.command in METRICS_COMMANDS:
+        check_port_free(settings.worker.metrics_port)
+    elif args.command == "harness":
+        check_port_free(getattr(args, "metrics_port", None) or 0)
+    ledger_file = args.command == "ledger" and getattr(args, "file", None)  # no Kafka then
+    if hasattr(args, "bootstrap") and settings.kafka.bootstrap and not ledger_file:
+        check_cluster(settings.kafka.bootstrap, args.command in EMBEDDED_COMMANDS)
+
+
+def _check_hours(args: argparse.Namespace, settings: Settings) -> None:
+    from agents.ingest import hour_of
+    from streams.clients.gharchive import parse_hour, resolve_sources
+
+    for attribute, flag in (("first", "--from"), ("last", "--to")):
+        value = getattr(args, attribute, None)
+        if value is None:
+            continue
+        try:
+            parse_hour(value)
+        except ValueError as exc:
+            raise UsageError(f"{flag}: {exc}", f"give an hour like {flag} 2025-01-01T05") from exc
+    sources = getattr(args, "source", None)
+    # the command reports a selection that makes no sense itself (--to without --from, ...)
+    if sources and args.command in ("ingest", "mine") and not hour_selection(args).problem():
+        try:
+            for source in resolve_sources(list(sources), settings.gharchive.base_url):
+                hour_of(source)
+        except (ValueError, FileNotFoundError) as exc:
+            raise UsageError(
+                f"--source: {exc}", "name an existing GH Archive hour file, glob or URL"
+            ) from exc
+
+
+def check_port_free(port: int, host: str = "0.0.0.0") -> None:
+    """``PortInUse`` when ``port`` (0 = off) cannot be bound as the /metrics server binds it."""
+    if not port:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as http.server does
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise PortInUse(
+                f"the metrics port {port} is already in use ({exc.strerror or exc})",
+                "stop what holds it, or choose another with --metrics-port P "
+                "(SWE_STREAM_WORKER_METRICS_PORT; 0 = no /metrics)",
+            ) from exc
+
+
+def check_cluster(bootstrap: str, embedded_possible: bool) -> None:
+    """``ClusterUnreachable`` unless one address of ``bootstrap`` accepts a TCP connection
+    within a few seconds (a plain connect: it says nothing of Kafka's protocol versions)."""
+    reason: str = "no address given"
+    error: OSError | None = None
+    for address in (a.strip() for a in bootstrap.split(",") if a.strip()):
+        host, port = _host_port(address)
+        try:
+            with socket.create_connection((host, port), timeout=CONNECT_SECONDS):
+                return
+        except TimeoutError as exc:
+            reason, error = f"no answer in {CONNECT_SECONDS:.0f} s", exc
+        except OSError as exc:
+            reason, error = str(exc.strerror or exc).lower(), exc
+    raise ClusterUnreachable(
+        f"cannot reach the Kafka cluster at {bootstrap}: {reason}", cluster_fix(embedded_possible)
+    ) from error
+
+
+def cluster_fix(embedded_possible: bool) -> str:
+    if embedded_possible:
+        return CLUSTER_FIX + ", or leave it out to start the embedded broker"
+    return CLUSTER_FIX
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    address = address.split("://", 1)[-1]
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():  # no port (or an IPv6 address alone): Kafka's default
+        return address.strip("[]"), 9092
+    return host.strip("[]"), int(port)
+
+
+def explain(exc: BaseException, args: argparse.Namespace, settings: Settings) -> UserError | None:
+    """The one line (and exit code) for an exception a command ended with, or None for one
+    that is a bug (its traceback is the report)."""
+    from aiokafka.errors import KafkaConnectionError, NoBrokersAvailable
+
+    from streams.kafka.broker import BrokerError
+
+    if isinstance(exc, UserError):
+        return exc
+    if isinstance(exc, DependencyError):
+        return UserError(one_line(str(exc)), _dependency_fix(exc), ExitCode.DEPENDENCY_FAILED)
+    if isinstance(exc, KafkaConnectionError | NoBrokersAvailable):
+        where = settings.kafka.bootstrap or "the embedded broker"
+        return ClusterUnreachable(
+            f"cannot reach the Kafka cluster at {where}: {one_line(str(exc))}",
+            cluster_fix(args.command in EMBEDDED_COMMANDS),
+        )
+    if isinstance(exc, BrokerError):  # the embedded broker did not start: keep its log tail
+        return UserError(str(exc), code=ExitCode.FAILURE)
+    return None
+
+
+def _dependency_fix(exc: DependencyError) -> str:
+    from streams.clients.git import GitError
+    from streams.clients.github import GitHubError
+    from streams.clients.llm import LLMError
+
+    if isinstance(exc, GitError):
+        return (
+            "check that the repository exists and can be cloned from here "
+            "(github.git_url_template / SWE_STREAM_GITHUB_GIT_URL_TEMPLATE, network access)"
+        )
+    if isinstance(exc, GitHubError):
+        return "check GITHUB_TOKEN (github.token), the rate limit and network access"
+    if isinstance(exc, LLMError):
+        return "check OPENROUTER_API_KEY (llm.api_key), llm.model and network access"
+    return "check the service it names and try again"
+
+
+def one_line(text: str, limit: int = 600) -> str:
+    """``text`` with its lines joined, at most ``limit`` characters."""
+    joined = " ".join(line.strip() for line in text.splitlines() if line.strip())
+    return joined if len(joined) <= limit else joined[: limit - 3] + "..."

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from schemas import LedgerEntry, ledger_key, parse_pr_key
@@ -15,10 +16,16 @@ from streams.cli.options import Commands, Parents
 from streams.core.settings import Settings
 from streams.evaluation.taskdir import dataset_to_task_dirs, read_dataset, task_dirs_to_dataset
 from streams.kafka.client import detect_profile
-from streams.pipeline.dlq import current_letters, read_dead_letters, replay_dead_letters
+from streams.pipeline.dlq import (
+    current_letters,
+    read_dead_letters,
+    replay_dead_letters,
+    select_letters,
+)
 from streams.pipeline.ledger import (
     Funnel,
     PrFileError,
+    decided,
     latest,
     of_version,
     pr_file_line,
@@ -41,6 +48,18 @@ def register(commands: Commands, parents: Parents) -> None:
     ):
         action = dlq_actions.add_parser(name, parents=[common, kafka], help=text)
         action.add_argument("--topic", required=True, help="the DLQ topic, e.g. pr.enriched.dlq")
+        action.add_argument(
+            "--stage", action="append", default=[], help="only letters of this stage (repeatable)"
+        )
+        action.add_argument(
+            "--key",
+            action="append",
+            default=[],
+            help="only this record key, owner/repo#N (repeatable)",
+        )
+        action.add_argument(
+            "--since", type=_aware_time, help="only letters that failed at or after this ISO time"
+        )
     dlq.set_defaults(handler=cmd_dlq)
 
     export = commands.add_parser(
@@ -153,7 +172,8 @@ def cmd_ledger(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "stats":
         print("\n".join(Funnel.of(entries).lines(STAGE_ORDER)))
         return 0
-    chosen = [e for e in current.values() if args.all or e.is_final()]
+    # a failure (a service away, a bug) is no verdict: swe-forge would skip that PR forever
+    chosen = [e for e in current.values() if args.all or decided(e)]
     written = write_pr_file(args.pr_file, chosen)
     print(f"wrote {written} PRs to {args.pr_file}")
     return 0
@@ -191,10 +211,13 @@ def cmd_dlq(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     letters = asyncio.run(read_dead_letters(bootstrap, args.topic))
     readable = [letter for _, _, letter in letters if not isinstance(letter, Exception)]
+    chosen = select_letters(readable, stages=args.stage, keys=args.key, since=args.since)
     if args.action == "show":
         for partition, offset, letter in letters:
             if isinstance(letter, Exception):
                 print(f"{partition}:{offset} unreadable dead letter: {letter}")
+                continue
+            if letter not in chosen:
                 continue
             first_line = (letter.error.splitlines() or [""])[0][:160]
             print(
@@ -209,9 +232,21 @@ def cmd_dlq(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 0
     profile = asyncio.run(detect_profile(settings.kafka, bootstrap, False))
-    sent = asyncio.run(replay_dead_letters(profile.producer_config(), current_letters(readable)))
-    print(f"replayed {sent} records from {args.topic} to their source topics")
+    sent = asyncio.run(replay_dead_letters(profile.producer_config(), current_letters(chosen)))
+    shown = (
+        f" ({len(readable) - len(chosen)} left out by the filters)" if chosen != readable else ""
+    )
+    print(f"replayed {sent} records from {args.topic} to their source topics{shown}")
     return 0
+
+
+def _aware_time(text: str) -> datetime:
+    """An ISO time for --since (UTC when it names no zone)."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO time: {text!r}") from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:

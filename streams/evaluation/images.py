@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from streams.core.errors import MissingTool
+
 logger = logging.getLogger("swe_stream.images")
 
 BASE_IMAGE_PREFIX = "swe-stream/base"
@@ -169,15 +171,14 @@ def import_changes(suite: str) -> list[str]:
 
 
 def _find_debootstrap() -> str:
+    """debootstrap's path on ``PATH``; ``MissingTool`` (a RuntimeError) when there is none."""
     found = shutil.which("debootstrap")
     if found:
         return found
-    for candidate in ("/usr/sbin/debootstrap", "/sbin/debootstrap"):
-        if os.access(candidate, os.X_OK):
-            return candidate
-    raise RuntimeError(
-        "debootstrap is not installed; install it with "
-        "`apt-get install -y debootstrap` (Debian/Ubuntu) to build the base image"
+    raise MissingTool(
+        "debootstrap is not installed (not found on PATH), and building the base image runs it",
+        "install Debian's debootstrap (apt-get install -y debootstrap), or set "
+        "docker.base_image to an image from a registry",
     )
 
 

@@ -73,9 +73,9 @@ def test_a_replay_can_be_narrowed_to_stages_keys_and_a_time() -> None:
     assert select_letters(letters, stages=["validate"], since=t0 + timedelta(minutes=6)) == []
 
 
-def dlq(bootstrap: str, action: str) -> str:
+def dlq(bootstrap: str, action: str, *filters: str) -> str:
     done = subprocess.run(
-        [SWE_STREAM, "dlq", action, "--topic", HEARD.dlq_name, "--bootstrap", bootstrap],
+        [SWE_STREAM, "dlq", action, "--topic", HEARD.dlq_name, "--bootstrap", bootstrap, *filters],
         cwd=REPO_ROOT, env=worker_env(), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -112,6 +112,11 @@ def test_a_poison_record_is_replayed_until_its_cause_is_fixed(
         ]
         assert (first.attempts, first.original_value()) == (1, boom.to_json())
         assert "attempt 1" in dlq(bootstrap, "show")
+        # filters: another stage's, another key's, or a later failure's letters only
+        assert dlq(bootstrap, "show", "--stage", "enrich") == ""
+        assert "attempt 1" in dlq(bootstrap, "show", "--key", "octo/hello#7", "--stage", "shout")
+        assert "replayed 0 records" in dlq(bootstrap, "replay", "--key", "octo/hello#8")
+        assert "replayed 0 records" in dlq(bootstrap, "replay", "--since", "2999-01-01T00:00")
 
         # replayed with the cause still there: back in the DLQ, one attempt more
         assert "replayed 1 records" in dlq(bootstrap, "replay")

@@ -118,9 +118,8 @@ def test_mine_once_exports_the_one_real_task_and_a_second_run_nothing_new(
         == 0
     )
     final = exported.read_text().splitlines()
-    assert final and all(
-        json.loads(line)["status"] in ("rejected", "failed", "exported") for line in final
-    )
+    # verdicts only: the offline world's GitHubNotFound failures would be skipped forever
+    assert final and {json.loads(line)["status"] for line in final} == {"rejected", "exported"}
     copy = tmp_path / "copy.jsonl"
     assert (
         swe_stream(
