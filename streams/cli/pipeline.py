@@ -12,6 +12,7 @@ from pathlib import Path
 from agents.ingest import HourSelection
 from streams.cli.options import Commands, Parents, cluster, hour_selection, live
 from streams.core import metrics
+from streams.core.errors import ExitCode
 from streams.core.settings import Settings
 from streams.kafka.broker import kafka_bootstrap
 from streams.kafka.client import IdempotenceUnsupported
@@ -113,7 +114,7 @@ def cmd_mine(args: argparse.Namespace, settings: Settings) -> int:
         force_ingest=args.force,
         live=live(args),
     )
-    return _run_plan(settings, plan, output)
+    return _run_plan(settings, plan, output, "mine")
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
@@ -131,10 +132,10 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
             "runs name a cluster with --bootstrap"
         )
     plan = RunPlan(selection=selection, live=live(args))
-    return _run_plan(settings, plan, settings.export_dir)
+    return _run_plan(settings, plan, settings.export_dir, "run")
 
 
-def _run_plan(settings: Settings, plan: RunPlan, output: Path) -> int:
+def _run_plan(settings: Settings, plan: RunPlan, output: Path, command: str) -> int:
     metrics.serve_metrics(settings.worker.metrics_port)
     with kafka_bootstrap(settings.kafka.bootstrap, settings.kafka.embedded_port) as (
         bootstrap,
@@ -151,7 +152,17 @@ def _run_plan(settings: Settings, plan: RunPlan, output: Path) -> int:
             return 1
     print("\n".join(summary.lines(output)))
     failed = ("ingest failed", "the stream processor crashed")
-    return 1 if summary.stopped_because.startswith(failed) else 0
+    if summary.stopped_because.startswith(failed):
+        return ExitCode.FAILURE
+    partial = [h.hour for h in summary.hours if h.status == "partial"]
+    if partial:  # what was read is mined; the rest of those hours is not
+        print(
+            f"swe-stream {command}: hours only partly read: {', '.join(partial)} — see "
+            "gharchive.dlq (`swe-stream ingest --force` reads them again)",
+            file=sys.stderr,
+        )
+        return ExitCode.PARTIAL
+    return ExitCode.OK
 
 
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:

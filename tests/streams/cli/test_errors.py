@@ -146,6 +146,25 @@ def test_an_hour_cut_short_ends_partial_with_exit_7(hour_file: Path, tmp_path: P
     assert "partial=1" in result.stdout, result.stdout
 
 
+@pytest.mark.integration
+def test_mine_over_an_hour_cut_short_ends_partial_with_exit_7(
+    hour_file: Path, tmp_path: Path
+) -> None:
+    cut = tmp_path / hour_file.name
+    cut.write_bytes(hour_file.read_bytes()[:100_000])
+    env = {  # no GitHub here: each PR read fails at once, a failure, not a verdict
+        "SWE_STREAM_GITHUB_API_URL": "http://127.0.0.1:1",
+        "SWE_STREAM_GITHUB_MAX_ATTEMPTS": "1",
+        "SWE_STREAM_WORKER_DATA_DIR": str(tmp_path / "data"),
+    }
+    argv = ["mine", "--once", "--source", str(cut), "-o", str(tmp_path / "out")]
+    result = run(
+        [*argv, "--metrics-port", "0", "--no-live", "--log-level", "error"], env=env, timeout=300
+    )
+    one_line(result, ExitCode.PARTIAL, "partly read", "2015-01-01-0", "--force")
+    assert "2015-01-01-0 partial" in result.stdout, result.stdout
+
+
 @pytest.mark.unit
 def test_a_repository_that_cannot_be_cloned_is_one_line_and_exit_6(
     fixtures_dir: Path, tmp_path: Path
