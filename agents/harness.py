@@ -67,6 +67,7 @@ class HarnessHandler:
             if self.output_dir
             else None,
             isolate_tests=self.isolate_tests,
+            model_name=agent.name,  # the <model> of SWE-bench's report layout
         )
         engine = HarnessEngine(self.validator, options, self.limits)
         task_dir = self.tasks_dir / task_dir_name(request.instance_id)

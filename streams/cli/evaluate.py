@@ -9,19 +9,33 @@ import asyncio
 import json
 import logging
 import os
+import re
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from schemas.harness import HarnessReport, TaskEvaluation
 from streams.cli.options import Commands, Parents
 from streams.core import metrics
 from streams.core.settings import Settings
-from streams.evaluation.harness import RUN_LABEL, HarnessEngine, HarnessOptions, evaluate_all
+from streams.evaluation.harness import (
+    RUN_LABEL,
+    HarnessEngine,
+    HarnessOptions,
+    evaluate_all,
+    evaluate_predictions,
+)
 from streams.evaluation.images import PYTHON_SUITES, build_base_images, resolve_targets
+from streams.evaluation.predictions import (
+    Prediction,
+    PredictionsError,
+    default_run_id,
+    load_predictions,
+    summary_name,
+)
 from streams.evaluation.sandbox import Limits, remove_labelled
-from streams.evaluation.taskdir import find_task_dirs
+from streams.evaluation.taskdir import WORKSPACE, find_task_dirs, load_workspace
 from streams.evaluation.validator import docker_from_env, validate_task_dirs
 from streams.runtime.topology import make_validator
 
@@ -87,13 +101,31 @@ def _register_harness(commands: Commands, common: argparse.ArgumentParser) -> No
     harness.add_argument(
         "--agent-dir",
         type=Path,
-        required=True,
-        help="the agent's directory, mounted read-only at /agent",
+        help="the agent's directory, mounted read-only at /agent (required unless --predictions)",
     )
     harness.add_argument(
-        "--agent-cmd",
-        default="python -m baseagent",
-        help="run in /testbed (default: python -m baseagent)",
+        "--agent-cmd", help=f"run in /testbed (default: {HarnessOptions.agent_command})"
+    )
+    harness.add_argument(
+        "--agent-name",
+        help="the agent's name in SWE-bench's reports (default: its directory's name)",
+    )
+    harness.add_argument(
+        "--predictions",
+        type=Path,
+        metavar="PATH",
+        help="grade SWE-bench predictions instead of running an agent: JSONL (instance_id, "
+        "model_name_or_path, model_patch a line), or .json (a list, or a dict by instance_id)",
+    )
+    harness.add_argument(
+        "--run-id",
+        help="SWE-bench's run id: OUTPUT/logs/run_evaluation/RUN_ID/ and the summary "
+        "OUTPUT/<model>.RUN_ID.json (default: a UTC timestamp)",
+    )
+    harness.add_argument(
+        "--cache-level",
+        choices=["none", "base", "env", "instance"],
+        help="image layers kept after a task (docker.cache_level)",
     )
     harness.add_argument("--agent-timeout", type=float, default=600.0, help="seconds (600)")
     harness.add_argument(
@@ -140,7 +172,8 @@ def _register_harness(commands: Commands, common: argparse.ArgumentParser) -> No
         "--output",
         type=Path,
         default=Path("harness-results"),
-        help="report.json, model.patch and logs per task",
+        help="report.json, model.patch and logs per task, SWE-bench's logs/run_evaluation/ "
+        "and summary report",
     )
     harness.add_argument("--json", action="store_true", help="print the report as JSON")
     harness.add_argument(
@@ -150,25 +183,28 @@ def _register_harness(commands: Commands, common: argparse.ArgumentParser) -> No
 
 
 def cmd_harness(args: argparse.Namespace, settings: Settings) -> int:
-    missing = [name for name in args.agent_env if name not in os.environ]
-    if missing:
-        print(f"swe-stream harness: --agent-env names unset variables: {missing}", file=sys.stderr)
+    problem = _harness_arguments_problem(args)
+    if problem:
+        print(f"swe-stream harness: {problem}", file=sys.stderr)
         return 2
-    if args.agent_dir is not None and not args.agent_dir.is_dir():
-        print(
-            f"swe-stream harness: --agent-dir {args.agent_dir} is not a directory", file=sys.stderr
-        )
-        return 2
+    predictions: list[Prediction] = []
+    if args.predictions is not None:
+        try:  # read (and refused) before anything runs
+            predictions = load_predictions(args.predictions)
+        except PredictionsError as exc:
+            print(f"swe-stream harness: {exc}", file=sys.stderr)
+            return 2
     try:
         tasks = find_task_dirs(args.input)
-    except FileNotFoundError as exc:
+        by_id = _tasks_by_instance_id(tasks) if predictions else {}
+    except (FileNotFoundError, ValueError) as exc:
         print(f"swe-stream harness: {exc}", file=sys.stderr)
         return 2
     if not tasks:
         print(f"swe-stream harness: no task directories in {args.input}", file=sys.stderr)
         return 2
     options = HarnessOptions(
-        agent_command=args.agent_cmd,
+        agent_command=args.agent_cmd or HarnessOptions.agent_command,
         agent_dir=args.agent_dir,
         agent_timeout_seconds=args.agent_timeout,
         test_timeout_seconds=args.test_timeout,
@@ -177,13 +213,20 @@ def cmd_harness(args: argparse.Namespace, settings: Settings) -> int:
         keep_containers=args.keep_containers,
         output_dir=args.output,
         isolate_tests=args.isolate_tests,
+        evaluation_run_id=args.run_id or default_run_id(),
+        model_name=args.agent_name,
     )
 
     metrics.serve_metrics(args.metrics_port)
     engine = HarnessEngine(make_validator(settings), options, Limits.from_settings(settings.docker))
-    progress = HarnessProgress(len(tasks), enabled=sys.stderr.isatty() and not args.json)
+    total = len(predictions) if predictions else len(tasks)
+    progress = HarnessProgress(total, enabled=sys.stderr.isatty() and not args.json)
+    if predictions:
+        run = evaluate_predictions(engine, by_id, predictions, args.parallel, progress.advance)
+    else:
+        run = evaluate_all(engine, tasks, args.parallel, progress.advance)
     try:
-        report = asyncio.run(evaluate_all(engine, tasks, args.parallel, progress.advance))
+        report = asyncio.run(run)
     except KeyboardInterrupt:
         removed = remove_labelled(docker_from_env(), RUN_LABEL, options.run_id)
         print(
@@ -194,7 +237,70 @@ def cmd_harness(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         progress.close()
     _write_report(report, args.output, args.json)
+    model = predictions[0].model_name_or_path if predictions else options.model
+    summary = args.output / summary_name(model, options.evaluation_run_id)
+    _print_summary(summary, to=sys.stderr if args.json else sys.stdout)
     return 0
+
+
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+
+def _harness_arguments_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``swe-stream harness``'s arguments (None: nothing)."""
+    if args.predictions is not None:
+        agent = [f for f in ("agent_dir", "agent_cmd", "agent_name") if getattr(args, f)]
+        if agent:
+            named = ", ".join("--" + f.replace("_", "-") for f in agent)
+            return f"--predictions grades patches, no agent runs: drop {named}"
+    elif args.agent_dir is None:
+        return "--agent-dir (an agent to run) or --predictions (patches to grade) is required"
+    if args.run_id is not None and not RUN_ID.match(args.run_id):
+        return f"--run-id {args.run_id!r} is not a safe name ([A-Za-z0-9._-], 200 at most)"
+    missing = [name for name in args.agent_env if name not in os.environ]
+    if missing:
+        return f"--agent-env names unset variables: {missing}"
+    if args.agent_dir is not None and not args.agent_dir.is_dir():
+        return f"--agent-dir {args.agent_dir} is not a directory"
+    return None
+
+
+def _tasks_by_instance_id(task_dirs: list[Path]) -> dict[str, Path]:
+    """Each task directory by its workspace's instance id (an unreadable one is skipped with a
+    warning: no prediction can name it); two of one id raise ValueError."""
+    by_id: dict[str, Path] = {}
+    for task_dir in task_dirs:
+        try:
+            instance_id = load_workspace(task_dir / WORKSPACE).instance_id
+        except (OSError, ValueError) as exc:
+            log.warning("harness: %s is unreadable, no prediction can name it: %s", task_dir, exc)
+            continue
+        if instance_id in by_id:
+            raise ValueError(f"{task_dir}: instance_id {instance_id} is also {by_id[instance_id]}")
+        by_id[instance_id] = task_dir
+    return by_id
+
+
+def _print_summary(path: Path, to: TextIO) -> None:
+    """SWE-bench's summary report's counts, as its run_evaluation prints them."""
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        print(f"swe-stream harness: no summary report {path}: {exc}", file=sys.stderr)
+        return
+    for label, key in (
+        ("Total instances", "total_instances"),
+        ("Instances submitted", "submitted_instances"),
+        ("Instances completed", "completed_instances"),
+        ("Instances incomplete", None),
+        ("Instances resolved", "resolved_instances"),
+        ("Instances unresolved", "unresolved_instances"),
+        ("Instances with empty patches", "empty_patch_instances"),
+        ("Instances with errors", "error_instances"),
+    ):
+        value = len(summary["incomplete_ids"]) if key is None else summary[key]
+        print(f"{label}: {value}", file=to)
+    print(f"Report written to {path}", file=to)
 
 
 def _write_report(report: HarnessReport, output: Path, as_json: bool) -> None:

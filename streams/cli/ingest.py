@@ -11,6 +11,7 @@ import sys
 
 from agents.ingest import HourReport, HourSelection, ingest_hours
 from streams.cli.options import Commands, Parents, add_hour_range, hour_selection
+from streams.core import metrics
 from streams.core.errors import ExitCode
 from streams.core.settings import Settings
 from streams.kafka.broker import kafka_bootstrap
@@ -41,6 +42,12 @@ def register(commands: Commands, parents: Parents) -> None:
     ingest.add_argument("--concurrency", type=int, help="hours fetched at once (default 8)")
     ingest.add_argument("--poll-seconds", type=float, help="--follow: wait between checks")
     ingest.add_argument("--base-url", help="GH Archive base URL (gharchive.base_url)")
+    ingest.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve Prometheus /metrics on this port (off unless given: a worker on the same "
+        "host serves worker.metrics_port)",
+    )
     ingest.set_defaults(handler=cmd_ingest)
 
 
@@ -50,6 +57,8 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     if problem:
         print(f"swe-stream ingest: {problem}", file=sys.stderr)
         return 2
+    if getattr(args, "metrics_port", None):  # the hours, events and errors, for Prometheus
+        metrics.serve_metrics(args.metrics_port)
     # SIGTERM ends a --follow run like Ctrl-C: in-flight hours stay un-"done" and are redone.
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     with kafka_bootstrap(settings.kafka.bootstrap, settings.kafka.embedded_port) as (

@@ -229,7 +229,7 @@ def preflight(args: argparse.Namespace, settings: Settings) -> None:
     _check_hours(args, settings)
     if args.command in METRICS_COMMANDS:
         check_port_free(settings.worker.metrics_port)
-    elif args.command == "harness":
+    elif args.command in {"harness", "ingest"}:  # they serve /metrics only when asked
         check_port_free(getattr(args, "metrics_port", None) or 0)
     ledger_file = args.command == "ledger" and getattr(args, "file", None)  # no Kafka then
     if hasattr(args, "bootstrap") and settings.kafka.bootstrap and not ledger_file:

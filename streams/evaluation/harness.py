@@ -24,8 +24,14 @@ Evaluates a coding agent on exported tasks in Docker, grading its patch as SWE-b
    beside the statuses, and a contradiction between them is flagged (``TestRun``). Tasks whose
    ids do not name their files, or ``isolate_tests``, run each check command alone instead.
 
+A SWE-bench prediction (``evaluate_predictions``) is graded the same way with no agent: its
+``model_patch`` is the patch (an empty one is not graded: SWE-bench's empty patch).
+
 Every container is removed (also on timeout and Ctrl-C) unless ``keep_containers``. Per task
-the output directory gets ``report.json`` (SWE-bench's shape), ``model.patch`` and the logs.
+the output directory gets ``report.json`` (SWE-bench's shape), ``model.patch`` and the logs;
+per instance SWE-bench's layout, ``logs/run_evaluation/<run_id>/<model>/<instance_id>/``
+(``report.json`` when graded, ``test_output.txt``, ``patch.diff``, ``run_instance.log``), and
+per run SWE-bench's summary ``<model>.<run_id>.json``.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -47,6 +53,15 @@ from schemas.tasks import TestStatus
 from schemas.workspace import TaskWorkspace
 from streams.core import metrics
 from streams.evaluation.grading import Run
+from streams.evaluation.predictions import (
+    LOG_DIR,
+    Outcome,
+    Prediction,
+    default_run_id,
+    model_dir_name,
+    run_summary,
+    summary_name,
+)
 from streams.evaluation.sandbox import KILLED, Limits, Sandbox, remove_labelled
 from streams.evaluation.taskdir import WORKSPACE, load_workspace
 from streams.evaluation.validator import (
@@ -98,6 +113,20 @@ class HarnessOptions:
     run_id: str = field(default_factory=lambda: f"{os.getpid()}-{time.time_ns()}")
     # every check in a container of its own run (slow: one runner process per test id)
     isolate_tests: bool = False
+    # SWE-bench's run id: logs/run_evaluation/<evaluation_run_id>/ and the summary's name
+    evaluation_run_id: str = field(default_factory=default_run_id)
+    model_name: str | None = None  # the agent's name in SWE-bench's reports (default: its dir)
+
+    @property
+    def model(self) -> str:
+        """The agent's name as SWE-bench's reports give it (``model_name_or_path``): the name
+        given, else its directory's, else ``agent``."""
+        name = self.model_name or (self.agent_dir.resolve().name if self.agent_dir else "")
+        try:
+            model_dir_name(name)
+        except ValueError:
+            return safe_name(name, 200, "agent")
+        return name
 
 
 def truncated(text: str, limit: int) -> str:
@@ -188,6 +217,7 @@ class Graded:
     pass_to_pass: list[CommandResult]
     seconds: float
     run: TestRun | None = None  # the one run the checks were graded from, if they were
+    output: str = ""  # what the test run(s) printed (test_output.txt)
 
     @property
     def all_pass(self) -> bool:
@@ -247,7 +277,11 @@ class HarnessEngine:
             if not checks.one_run:
                 f2p = [run_check(box, c, timeout) for c in checks.fail_to_pass]
                 p2p = [run_check(box, c, timeout) for c in checks.pass_to_pass]
-                return Graded(True, f2p, p2p, time.monotonic() - started)
+                output = "".join(
+                    f"$ {c.command}\n{c.stdout}{c.stderr}\n[exit {c.exit_code}]\n"
+                    for c in f2p + p2p
+                )
+                return Graded(True, f2p, p2p, time.monotonic() - started, output=output)
             # the budget the checks would have had one by one
             budget = timeout * (len(checks.fail_to_pass) + len(checks.pass_to_pass))
             command = test_command(environment.recipe.test_command, checks.files)
@@ -266,6 +300,7 @@ class HarnessEngine:
                 contradiction=run.contradiction,
                 output=truncated(run.output, OUTPUT_CHARS),
             ),
+            output=f"$ {command}\n{run.output}",
         )
 
     def contained(self, network: bool) -> Limits:
@@ -332,7 +367,32 @@ class HarnessEngine:
 
     def evaluate(self, task_dir: Path) -> TaskEvaluation:
         """One task, start to end; never raises for the task's own failures."""
+        return self.evaluate_instance(task_dir).result
+
+    def evaluate_instance(
+        self, task_dir: Path | None, prediction: Prediction | None = None
+    ) -> Evaluated:
+        """One task, start to end, with the agent or, given ``prediction``, its patch (no agent
+        runs; an empty one is not graded, ``task_dir`` None: no task has its instance id);
+        never raises for the task's own failures."""
         started = time.monotonic()
+        model = prediction.model_name_or_path if prediction else self.options.model
+        given = None
+        if prediction is not None:  # the prediction's patch stands for a succeeded agent's
+            given = AgentRun(0, False, 0.0, "", prediction.model_patch or "", None)
+        phases = Phases(agent=given)
+        if task_dir is None:
+            assert prediction is not None, "an agent runs on a task directory"
+            missing = TaskEvaluation(
+                task_id=prediction.instance_id,
+                repo="",
+                status="setup_error",
+                sanity_check=False,
+                agent_duration_secs=0,
+                total_duration_secs=0,
+                error=f"no task has instance_id {prediction.instance_id!r}",
+            )
+            return self._finish(missing, None, started, phases, model, prediction.instance_id)
         try:
             task = load_workspace(task_dir / WORKSPACE)
         except (OSError, ValueError) as exc:
@@ -345,7 +405,8 @@ class HarnessEngine:
                 total_duration_secs=0,
                 error=f"unreadable task: {exc}"[:2000],
             )
-            return self._finish(unreadable, None, started, Phases())
+            instance_id = prediction.instance_id if prediction else task_dir.name
+            return self._finish(unreadable, None, started, phases, model, instance_id)
         result = TaskEvaluation(
             task_id=task.id,
             repo=task.repo,
@@ -354,6 +415,9 @@ class HarnessEngine:
             agent_duration_secs=0,
             total_duration_secs=0,
         )
+        if prediction is not None and prediction.empty:  # SWE-bench does not run it either
+            result.status, result.error = "unresolved", "empty patch (not graded)"
+            return self._finish(result, task, started, phases, model, task.instance_id)
         setup_started = time.monotonic()
         try:
             # the images a cache level drops are this evaluation's own (see
@@ -361,12 +425,11 @@ class HarnessEngine:
             environment = task_environment(self.validator, task)
         except Exception as exc:  # clone, build, unsupported: all are the setup's failure
             result.error = f"{type(exc).__name__}: {exc}"[:2000]
-            return self._finish(result, task, started, Phases())
+            return self._finish(result, task, started, phases, model, task.instance_id)
         finally:
             metrics.HARNESS_PHASE_SECONDS.labels(phase="setup").observe(
                 time.monotonic() - setup_started
             )
-        phases = Phases()
         try:
             self._run_phases(environment, task, result, phases)
             result.status, result.error = status_of(
@@ -379,26 +442,29 @@ class HarnessEngine:
             result.status, result.error = "test_error", f"{type(exc).__name__}: {exc}"[:2000]
         finally:
             environment.release()
-        return self._finish(result, task, started, phases)
+        return self._finish(result, task, started, phases, model, task.instance_id)
 
     def _run_phases(
         self, environment: Environment, task: TaskWorkspace, result: TaskEvaluation, phases: Phases
     ) -> None:
-        """Sanity, the agent, grading, each only when the one before it went well; what ran is
-        in ``phases`` (and its durations and output in ``result``). Each phase's container is
-        made and filled while the phase before it runs (the agent's during the sanity run, the
-        grader's during the agent's): a second to a few of the engine's work per evaluation
-        that no longer waits; one made for nothing is removed."""
+        """Sanity, the agent (unless ``phases`` already holds one: a prediction's patch),
+        grading, each only when the one before it went well; what ran is in ``phases`` (and
+        its durations and output in ``result``). Each phase's container is made and filled
+        while the phase before it runs (the agent's during the sanity run, the grader's during
+        the agent's): a second to a few of the engine's work per evaluation that no longer
+        waits; one made for nothing is removed."""
         checks = task_checks(task, environment, self.options.isolate_tests)
         name = f"swe-harness-{task.id}-{os.getpid()}-{time.monotonic_ns() % 10**9}"
         # containers are made and removed here, in the background, one after another: a
         # phase's container is ready when it starts and the next does not wait for its removal
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="harness-prepare") as pool:
-            agent_box = Prepared(
-                pool,
-                self.agent_sandbox(environment, task, name, pool),
-                lambda box: box.put_file(PROMPT_FILE, task.prompt),
-            )
+            agent_box = None
+            if phases.agent is None:
+                agent_box = Prepared(
+                    pool,
+                    self.agent_sandbox(environment, task, name, pool),
+                    lambda box: box.put_file(PROMPT_FILE, task.prompt),
+                )
             grader = Prepared(pool, self.grading_sandbox(environment))
             try:
                 phases.sanity = self.grade(environment, task, "", checks, remover=pool)
@@ -406,33 +472,55 @@ class HarnessEngine:
                 result.sanity_check = sanity_passed(phases.sanity)
                 if not result.sanity_check:
                     return
-                agent = phases.agent = self.run_agent(task, agent_box)
-                metrics.HARNESS_PHASE_SECONDS.labels(phase="agent").observe(agent.seconds)
-                result.agent_duration_secs = round(agent.seconds, 1)
-                result.agent_output = agent.output
-                result.container_id = agent.container_id if self.options.keep_containers else None
-                if not agent.succeeded:
+                if agent_box is not None:
+                    agent = phases.agent = self.run_agent(task, agent_box)
+                    metrics.HARNESS_PHASE_SECONDS.labels(phase="agent").observe(agent.seconds)
+                    result.agent_duration_secs = round(agent.seconds, 1)
+                    result.agent_output = agent.output
+                    keep = self.options.keep_containers
+                    result.container_id = agent.container_id if keep else None
+                if phases.agent is None or not phases.agent.succeeded:
                     return
-                graded = self.grade(environment, task, agent.patch, checks, grader)
+                graded = self.grade(environment, task, phases.agent.patch, checks, grader)
                 phases.graded = graded
                 metrics.HARNESS_PHASE_SECONDS.labels(phase="test").observe(graded.seconds)
                 result.fail_to_pass, result.pass_to_pass = graded.fail_to_pass, graded.pass_to_pass
             finally:
-                agent_box.discard()
+                if agent_box is not None:
+                    agent_box.discard()
                 grader.discard()
 
     def _finish(
-        self, result: TaskEvaluation, task: TaskWorkspace | None, started: float, phases: Phases
-    ) -> TaskEvaluation:
+        self,
+        result: TaskEvaluation,
+        task: TaskWorkspace | None,
+        started: float,
+        phases: Phases,
+        model: str,
+        instance_id: str,
+    ) -> Evaluated:
         result.total_duration_secs = round(time.monotonic() - started, 1)
         result.test_runs = [
             graded.run for graded in (phases.sanity, phases.graded) if graded and graded.run
         ]
         metrics.HARNESS_EVALUATIONS.labels(status=result.status).inc()
+        outcome = swebench_outcome(result.status, phases.patch, phases.graded)
+        evaluated = Evaluated(result, instance_id, outcome)
         if self.options.output_dir is not None:
             output_dir = self.options.output_dir
             write_task_outputs(output_dir, result, task, phases.reported, phases.patch)
-        return result
+            run_id = self.options.evaluation_run_id
+            write_instance_logs(output_dir, run_id, model, evaluated, task, phases)
+        return evaluated
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """One evaluation: the harness's result and how SWE-bench's summary counts it."""
+
+    result: TaskEvaluation
+    instance_id: str
+    outcome: Outcome
 
 
 @dataclass
@@ -568,34 +656,111 @@ def safe_name(text: str, limit: int, default: str) -> str:
     return _SAFE.sub("-", text).strip(".-")[:limit] or default
 
 
-def swebench_report(
-    result: TaskEvaluation, task: TaskWorkspace, graded: Graded | None, patch: str
-) -> dict[str, Any]:
-    """SWE-bench's report.json for one instance."""
+def report_tests_status(
+    fail_to_pass: list[str], pass_to_pass: list[str], graded: Graded | None
+) -> dict[str, dict[str, list[str]]]:
+    """SWE-bench's ``tests_status`` of one instance: its FAIL_TO_PASS and PASS_TO_PASS ids
+    split into those whose check passed (``success``) and the others (``failure``: a check
+    that did not run, say because the patch does not apply, too). FAIL_TO_FAIL and
+    PASS_TO_FAIL are graded from the dataset's lists of them, as SWE-bench grades them; a task
+    records none (nor does SWE-bench's dataset), so they are empty, whatever else the run
+    reported."""
 
-    def split(commands: list[CommandResult], ids: list[str]) -> dict[str, list[str]]:
-        passed = {c.command for c in commands if c.passed}
-        pairs = list(zip(ids, [c.command for c in commands], strict=False))
+    def split(ids: list[str], checks: list[CommandResult]) -> dict[str, list[str]]:
+        passed = [i < len(checks) and checks[i].passed for i in range(len(ids))]
         return {
-            "success": [test for test, command in pairs if command in passed],
-            "failure": [test for test, command in pairs if command not in passed],
+            "success": [test for test, ok in zip(ids, passed, strict=True) if ok],
+            "failure": [test for test, ok in zip(ids, passed, strict=True) if not ok],
         }
 
-    f2p = split(graded.fail_to_pass, list(task.FAIL_TO_PASS)) if graded else None
-    p2p = split(graded.pass_to_pass, list(task.PASS_TO_PASS)) if graded else None
+    return {
+        "FAIL_TO_PASS": split(fail_to_pass, graded.fail_to_pass if graded else []),
+        "PASS_TO_PASS": split(pass_to_pass, graded.pass_to_pass if graded else []),
+        "FAIL_TO_FAIL": {"success": [], "failure": []},
+        "PASS_TO_FAIL": {"success": [], "failure": []},
+    }
+
+
+def swebench_report(
+    result: TaskEvaluation,
+    task: TaskWorkspace,
+    graded: Graded | None,
+    patch: str | None,
+) -> dict[str, Any]:
+    """SWE-bench's report.json for one instance (and the harness's status beside it);
+    ``patch`` None: the prediction had none (``patch_is_None``)."""
     return {
         task.instance_id: {
-            "patch_is_None": False,
-            "patch_exists": bool(patch.strip()),
+            "patch_is_None": patch is None,
+            "patch_exists": bool((patch or "").strip()),
             "patch_successfully_applied": bool(graded and graded.patch_applied),
             "resolved": result.status == "resolved",
             "status": result.status,
-            "tests_status": {
-                "FAIL_TO_PASS": f2p or {"success": [], "failure": list(task.FAIL_TO_PASS)},
-                "PASS_TO_PASS": p2p or {"success": [], "failure": list(task.PASS_TO_PASS)},
-            },
+            "tests_status": report_tests_status(
+                list(task.FAIL_TO_PASS), list(task.PASS_TO_PASS), graded
+            ),
         }
     }
+
+
+def swebench_outcome(status: HarnessStatus, patch: str, graded: Graded | None) -> Outcome:
+    """How SWE-bench's summary counts an evaluation: an empty patch is ``empty_patch`` (not
+    graded; SWE-bench does not run it), a patch graded (applied, its tests run) is
+    ``resolved`` or ``unresolved``, anything else ``error`` (no task, no environment, a failed
+    sanity check, an agent that failed, a patch that does not apply, tests that cannot run)."""
+    if status not in ("resolved", "unresolved"):
+        return "error"
+    if not patch.strip():
+        return "empty_patch"
+    if graded is None or not graded.patch_applied:
+        return "error"
+    return "resolved" if status == "resolved" else "unresolved"
+
+
+def instance_log_dir(output_dir: Path, run_id: str, model: str, instance_id: str) -> Path:
+    """``OUTPUT/logs/run_evaluation/<run_id>/<model>/<instance_id>/``, SWE-bench's names (an id
+    that cannot name a directory gets a safe name)."""
+
+    def name(text: str) -> str:
+        try:
+            return model_dir_name(text)
+        except ValueError:
+            return safe_name(text, 200, "instance")
+
+    return output_dir / LOG_DIR / name(run_id) / name(model) / name(instance_id)
+
+
+def write_instance_logs(
+    output_dir: Path,
+    run_id: str,
+    model: str,
+    evaluated: Evaluated,
+    task: TaskWorkspace | None,
+    phases: Phases,
+) -> Path:
+    """SWE-bench's files of one instance: ``patch.diff``, ``run_instance.log``, and, when its
+    patch ran, ``test_output.txt`` (what the graded run printed), and ``report.json`` when it
+    was graded (SWE-bench counts an instance without one as an error)."""
+    directory = instance_log_dir(output_dir, run_id, model, evaluated.instance_id)
+    directory.mkdir(parents=True, exist_ok=True)
+    result = evaluated.result
+    (directory / "patch.diff").write_text(phases.patch, encoding="utf-8")
+    lines = [
+        f"instance_id: {evaluated.instance_id}",
+        f"model: {model}",
+        f"run_id: {run_id}",
+        f"status: {result.status}",
+        f"outcome: {evaluated.outcome}",
+        f"error: {result.error or ''}",
+    ]
+    (directory / "run_instance.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if phases.graded is not None:
+        (directory / "test_output.txt").write_text(phases.graded.output, encoding="utf-8")
+    if task is not None and evaluated.outcome in ("resolved", "unresolved"):
+        patch = phases.agent.patch if phases.agent else None
+        report = swebench_report(result, task, phases.graded, patch)
+        (directory / "report.json").write_text(json.dumps(report, indent=4), encoding="utf-8")
+    return directory
 
 
 def write_task_outputs(
@@ -624,20 +789,65 @@ async def evaluate_all(
     parallel: int = 1,
     on_done: Callable[[TaskEvaluation], None] | None = None,
 ) -> HarnessReport:
-    """Every task once, ``parallel`` at a time; results in the order of ``task_dirs``."""
+    """Every task once, ``parallel`` at a time; results in the order of ``task_dirs``. With an
+    output directory, SWE-bench's summary of the run is written there too."""
+    jobs = [(task_dir, None) for task_dir in task_dirs]
+    evaluated = await _evaluate_jobs(engine, jobs, parallel, on_done)
+    if engine.options.output_dir is not None:
+        dataset = [e.instance_id for e in evaluated]
+        write_run_summary(engine, engine.options.model, dataset, evaluated)
+    return HarnessReport.of([e.result for e in evaluated])
+
+
+async def evaluate_predictions(
+    engine: HarnessEngine,
+    tasks: dict[str, Path],
+    predictions: list[Prediction],
+    parallel: int = 1,
+    on_done: Callable[[TaskEvaluation], None] | None = None,
+) -> HarnessReport:
+    """Every prediction graded on the task of its instance id (``tasks``: the task directory
+    of each instance id; a prediction of none is reported as an error), ``parallel`` at a
+    time; results in the predictions' order. With an output directory, SWE-bench's summary
+    of the run (named after the first prediction's model, as SWE-bench names it)."""
+    jobs = [(tasks.get(p.instance_id), p) for p in predictions]
+    evaluated = await _evaluate_jobs(engine, jobs, parallel, on_done)
+    if engine.options.output_dir is not None and predictions:
+        write_run_summary(engine, predictions[0].model_name_or_path, list(tasks), evaluated)
+    return HarnessReport.of([e.result for e in evaluated])
+
+
+def write_run_summary(
+    engine: HarnessEngine, model: str, dataset: list[str], evaluated: list[Evaluated]
+) -> Path:
+    """SWE-bench's summary report, ``OUTPUT/<model>.<run_id>.json``."""
+    assert engine.options.output_dir is not None
+    run_id = engine.options.evaluation_run_id
+    summary = run_summary(dataset, {e.instance_id: e.outcome for e in evaluated})
+    path = engine.options.output_dir / summary_name(model, run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(summary, indent=4), encoding="utf-8")
+    return path
+
+
+async def _evaluate_jobs(
+    engine: HarnessEngine,
+    jobs: Sequence[tuple[Path | None, Prediction | None]],
+    parallel: int,
+    on_done: Callable[[TaskEvaluation], None] | None,
+) -> list[Evaluated]:
     semaphore = asyncio.Semaphore(max(1, parallel))
 
-    async def one(task_dir: Path) -> TaskEvaluation:
+    async def one(task_dir: Path | None, prediction: Prediction | None) -> Evaluated:
         async with semaphore:
-            result = await asyncio.to_thread(engine.evaluate, task_dir)
+            evaluated = await asyncio.to_thread(engine.evaluate_instance, task_dir, prediction)
         if on_done is not None:
-            on_done(result)
-        return result
+            on_done(evaluated.result)
+        return evaluated
 
     try:
-        results = await asyncio.gather(*(one(d) for d in task_dirs))
+        return list(await asyncio.gather(*(one(d, p) for d, p in jobs)))
     except asyncio.CancelledError:  # Ctrl-C: the threads wait on containers; remove them
         removed = await asyncio.to_thread(engine.abort)
         log.warning("harness interrupted: removed %d container(s)", removed)
         raise
-    return HarnessReport.of(list(results))

@@ -6,7 +6,10 @@ from __future__ import annotations
 import asyncio
 import gzip
 import hashlib
+import signal
 import subprocess
+import time
+import urllib.request
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,6 +24,7 @@ from schemas import HourLedgerEntry, IngestDeadLetter, RawPullRequestEvent
 from streams.clients.gharchive import GHArchiveClient, resolve_sources, sources_for_hours
 from streams.core import metrics
 from streams.core.settings import GHArchiveSettings, KafkaSettings
+from streams.kafka.broker import free_port
 from streams.kafka.client import TopicAdmin, read_topic_to_end
 from streams.kafka.topics import ALL_TOPICS, GHARCHIVE_DLQ, PULL_REQUEST_EVENTS
 from tests.conftest import SWE_STREAM
@@ -307,3 +311,36 @@ def test_ingest_arguments_are_checked() -> None:
         )
         assert result.returncode == 2, argv
         assert message in result.stderr, (argv, result.stderr)
+
+
+@pytest.mark.integration
+def test_ingest_serves_its_metrics_while_it_follows(
+    bootstrap: str, gharchive_server: FakeGHArchive
+) -> None:
+    """What the dashboard's ingest panels read: hours and events, scraped from the command
+    itself while it waits for the next hour."""
+    port = free_port()
+    command = [
+        SWE_STREAM, "ingest", "--bootstrap", bootstrap, "--from", "2015-01-01T00", "--follow",
+        "--base-url", gharchive_server.base_url, "--poll-seconds", "0.5",
+        "--metrics-port", str(port), "--log-level", "warning",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline, text = time.monotonic() + 120, ""
+        while "swe_stream_ingest_hour_files_total{" not in text or 'status="done"' not in text:
+            assert process.poll() is None and time.monotonic() < deadline, text[-2000:]
+            time.sleep(0.5)
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                    text = r.read().decode()
+            except OSError:
+                text = ""
+        done = [
+            line for line in text.splitlines()
+            if line.startswith("swe_stream_ingest_hour_files_total{") and 'status="done"' in line
+        ]  # fmt: skip
+        assert done and float(done[0].rsplit(" ", 1)[1]) >= 1
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)

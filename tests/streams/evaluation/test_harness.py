@@ -64,6 +64,15 @@ def test_a_gold_agent_resolves_the_task(
         "success": list(workspace.FAIL_TO_PASS),
         "failure": [],
     }
+    # and SWE-bench's layout, the agent named after its directory
+    run_id = engine.options.evaluation_run_id
+    logs = tmp_path / "results" / "logs" / "run_evaluation" / run_id / "agent"
+    logs = logs / workspace.instance_id
+    assert json.loads((logs / "report.json").read_text()) == json.loads(
+        (out / "report.json").read_text()
+    )
+    assert (logs / "patch.diff").read_text() == (out / "model.patch").read_text()
+    assert "passed" in (logs / "test_output.txt").read_text()
     assert containers_of(docker_client, engine) == []
 
 
@@ -225,6 +234,12 @@ def test_evaluate_all_reports_each_task_once(
         )
     )
     assert report.total == 2 and report.unresolved == 2 and seen == ["unresolved"] * 2
+    # SWE-bench's summary of the run: an agent that changed nothing gave an empty patch
+    name = f"agent.{engine.options.evaluation_run_id}.json"
+    summary = json.loads((tmp_path / "results" / name).read_text())
+    instance_id = made[2].instance_id
+    assert (summary["total_instances"], summary["empty_patch_ids"]) == (1, [instance_id])
+    assert summary["completed_ids"] == summary["error_ids"] == []
 
 
 def test_tasks_evaluated_at_once_get_the_statuses_they_get_one_at_a_time(
@@ -300,3 +315,77 @@ def test_keep_containers_leaves_the_agents_container(
     finally:
         assert engine.abort() == 1  # and Ctrl-C's clean-up removes it
     assert containers_of(docker_client, engine) == []
+
+
+def test_the_cli_grades_predictions_as_swe_benchs_run_evaluation(made: Any, tmp_path: Path) -> None:
+    """A predictions file (gold, empty, a patch that fixes nothing, an instance of no task)
+    graded by ``swe-stream harness --predictions``: SWE-bench's per-instance files and its
+    summary report."""
+    root, pr, workspace = made
+    iid, model = workspace.instance_id, "org/gold-model"
+    wrong = (
+        "diff --git a/NOTES.txt b/NOTES.txt\nnew file mode 100644\n--- /dev/null\n"
+        "+++ b/NOTES.txt\n@@ -0,0 +1 @@\n+not a fix\n"
+    )
+    tasks = tmp_path / "tasks"
+    shutil.copytree(root / "tasks" / TASK, tasks / TASK)
+    for letter in "ab":  # the same task under two more instance ids
+        data = yaml.safe_load((root / "tasks" / TASK / "workspace.yaml").read_text())
+        data["id"], data["instance_id"] = f"{TASK}-{letter}", f"{iid}{letter}"
+        shutil.copytree(root / "tasks" / TASK, tasks / data["id"])
+        (tasks / data["id"] / "workspace.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    rows = [
+        {"instance_id": iid, "model_name_or_path": model, "model_patch": workspace.patch},
+        {"instance_id": f"{iid}a", "model_name_or_path": model, "model_patch": ""},
+        {"instance_id": f"{iid}b", "model_name_or_path": model, "model_patch": wrong},
+        {"instance_id": "ghost__repo-1", "model_name_or_path": model, "model_patch": wrong},
+    ]
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    env = worker_env() | {
+        "SWE_STREAM_GITHUB_GIT_URL_TEMPLATE": pr.url_template,
+        "SWE_STREAM_WORKER_DATA_DIR": str(root / "data"),
+    }
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [SWE_STREAM, "harness", "-i", str(tasks), "--predictions", str(predictions),
+         "--run-id", "parity1", "-j", "2", "--cache-level", "env", "-o", str(out)],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Instances resolved: 1" in done.stdout, done.stdout[-3000:]
+    summary = json.loads((out / "org__gold-model.parity1.json").read_text())
+    assert {k: v for k, v in summary.items() if k.endswith("_instances")} == {
+        "total_instances": 4, "submitted_instances": 4, "completed_instances": 2,
+        "resolved_instances": 1, "unresolved_instances": 1, "empty_patch_instances": 1,
+        "error_instances": 1,
+    }  # fmt: skip
+    assert (summary["resolved_ids"], summary["unresolved_ids"]) == ([iid], [f"{iid}b"])
+    assert (summary["empty_patch_ids"], summary["error_ids"]) == ([f"{iid}a"], ["ghost__repo-1"])
+    logs = out / "logs" / "run_evaluation" / "parity1" / "org__gold-model"
+    gold = json.loads((logs / iid / "report.json").read_text())[iid]
+    assert (gold["resolved"], gold["patch_exists"], gold["patch_successfully_applied"]) == (
+        True, True, True,
+    )  # fmt: skip
+    assert gold["tests_status"]["FAIL_TO_PASS"] == {"success": list(workspace.FAIL_TO_PASS),
+                                                    "failure": []}  # fmt: skip
+    assert gold["tests_status"]["PASS_TO_FAIL"] == {"success": [], "failure": []}
+    assert (logs / iid / "patch.diff").read_text() == workspace.patch
+    assert "passed" in (logs / iid / "test_output.txt").read_text()
+    wrong_report = json.loads((logs / f"{iid}b" / "report.json").read_text())[f"{iid}b"]
+    assert not wrong_report["resolved"] and wrong_report["patch_successfully_applied"]
+    assert wrong_report["tests_status"]["FAIL_TO_PASS"]["failure"] == list(workspace.FAIL_TO_PASS)
+    assert (logs / f"{iid}b" / "patch.diff").read_text() == wrong
+    assert not (logs / f"{iid}a" / "report.json").exists()  # not graded, as in SWE-bench
+    assert not (logs / "ghost__repo-1" / "report.json").exists()
+    assert "no task has instance_id" in (logs / "ghost__repo-1" / "run_instance.log").read_text()
+    # the harness's own outputs too
+    report = HarnessReport.model_validate_json((out / "summary.json").read_text())
+    statuses = {r.task_id: (r.status, r.error) for r in report.results}
+    assert statuses == {
+        TASK: ("resolved", None),
+        f"{TASK}-a": ("unresolved", "empty patch (not graded)"),
+        f"{TASK}-b": ("unresolved", None),
+        "ghost__repo-1": ("setup_error", "no task has instance_id 'ghost__repo-1'"),
+    }
+    assert (out / TASK / "report.json").is_file()
