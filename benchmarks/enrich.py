@@ -61,7 +61,7 @@ async def measure(label: str, events: list[RawPullRequestEvent], server: FakeGit
     enricher = Enricher(
         github,
         RepositoryCache({}, github, ttl_seconds=3600),
-        EnrichRules.from_settings(EnrichSettings(), PrefilterSettings().bots),
+        EnrichRules.from_settings(EnrichSettings(languages=[]), PrefilterSettings().bots),
         pipeline_version=1,
     )
     outcomes: Counter[str] = Counter()

@@ -284,8 +284,10 @@ async def enrich_hours(
     settings = github_settings(server, **overrides)
     github = GitHubClient(settings, rng=random.Random(CLIENT_SEED))
     repositories = RepositoryCache({}, github, 3600)
+    # every language: the more PRs get through enrich, the more the faults are tested on
+    rules = EnrichSettings(languages=[])
     stage = enrich_stage(
-        EnrichSettings(), github, repositories, 1, PrefilterSettings().bots, settings.concurrency
+        rules, github, repositories, 1, PrefilterSettings().bots, settings.concurrency
     )
     try:
         return {hour: await run_stage(stage, records) for hour, records in candidates.items()}
