@@ -120,15 +120,25 @@ def remove_orphan_images(client: Any) -> int:
     images = client.api.images(filters={"label": OWNER_LABEL})
     orphans = [i for i in images if owner_is_gone((i.get("Labels") or {}).get(OWNER_LABEL, ""))]
     removed = 0
-    # newest first: a dropped instance image stands on its build's dropped env image
-    for image in sorted(orphans, key=lambda i: i.get("Created", 0), reverse=True):
-        try:
-            client.api.remove_image(image["Id"], force=True)
-            removed += 1
-        except docker.errors.NotFound:  # removed meanwhile by another process
-            continue
-        except docker.errors.APIError as error:
-            log.debug("could not remove image %s: %s", image["Id"][:19], error)
+    # newest first: a dropped instance image stands on its build's dropped env image. An env
+    # image whose instance another process is removing at this moment refuses (a conflict):
+    # it is tried again once that removal has had time to end
+    left = sorted(orphans, key=lambda i: i.get("Created", 0), reverse=True)
+    for attempt in range(3):
+        refused = []
+        for image in left:
+            try:
+                client.api.remove_image(image["Id"], force=True)
+                removed += 1
+            except docker.errors.NotFound:  # removed meanwhile by another process
+                continue
+            except docker.errors.APIError as error:
+                log.debug("could not remove image %s: %s", image["Id"][:19], error)
+                refused.append(image)
+        if not refused:
+            break
+        left = refused
+        time.sleep(0.5 * (attempt + 1))
     if removed:
         log.warning("removed %d image(s) left by processes that died", removed)
     return removed

@@ -261,6 +261,10 @@ def test_images_of_a_process_that_died_are_removed_by_the_next_one(
         # (not how many this call counted: other test processes of the host remove dead
         # processes' images too, as any validator does when it first uses Docker)
         remove_orphan_images(docker_client)
+        # gone, by this call or by another process's removal still ending
+        deadline = time.monotonic() + 15
+        while any(docker_client.images.list(name=t) for t in left) and time.monotonic() < deadline:
+            time.sleep(0.2)
         for tag in left:
             assert not docker_client.images.list(name=tag), tag
         # a live process's images, dropped layers included, are left alone
