@@ -27,6 +27,7 @@ under ``purpose="setup"``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import posixpath
 import shlex
@@ -185,27 +186,24 @@ class SetupAgent:
         patches = failure.patches
         validator = self.validator
         started = time.monotonic()
-        explore = await asyncio.to_thread(
-            validator.exploration, patches.repo, patches.instance_id, failure.tree, failure.recipe
-        )
-        try:
+        async with contextlib.AsyncExitStack() as stack:  # undone in reverse, whatever happens
+            explore = await asyncio.to_thread(
+                validator.exploration, patches.repo, patches.instance_id, failure.tree,
+                failure.recipe,
+            )  # fmt: skip
+            stack.push_async_callback(asyncio.to_thread, explore.release)
             egress = RegistryEgress(
                 validator.client, validator.docker.base_image, self.settings.registries
             )
             await asyncio.to_thread(egress.__enter__)
-            try:
-                options = dict(egress.sandbox_options)
-                box = explore.sandbox(self.limits, options.pop("environment"), **options)
-                await asyncio.to_thread(box.__enter__)
-                try:
-                    await asyncio.to_thread(egress.attach, box)
-                    return await self._converse(failure, explore, box, started)
-                finally:
-                    await asyncio.to_thread(box.__exit__, None, None, None)
-            finally:
-                await asyncio.to_thread(egress.__exit__, None, None, None)
-        finally:
-            await asyncio.to_thread(explore.release)
+            stack.push_async_callback(asyncio.to_thread, egress.__exit__, None, None, None)
+            options = dict(egress.sandbox_options)
+            box = explore.sandbox(self.limits, options.pop("environment"), **options)
+            await asyncio.to_thread(box.__enter__)
+            stack.push_async_callback(asyncio.to_thread, box.__exit__, None, None, None)
+            await asyncio.to_thread(egress.attach, box)
+            return await self._converse(failure, explore, box, started)
+        raise AssertionError("unreachable")  # the stack re-raises or the block returns
 
     def _messages(self, failure: SetupFailure) -> list[dict[str, Any]]:
         recipe = failure.recipe

@@ -64,10 +64,6 @@ class TestGeneration(Protocol):
     ) -> GeneratedTests: ...
 
 
-def has_recipe_memory(validator: Validator) -> bool:
-    return validator.memory is not None and validator.settings.recipe_memory
-
-
 class ValidateStage:
     """The stage's handler: a PR's patches proven by ``validator`` in the first environment
     that runs its tests (the chain: remembered recipes, inference's, then the setup agent),
@@ -188,7 +184,7 @@ class ValidateStage:
         return task
 
     async def _remember(self, patches: PatchSet, environment: Environment, tests: int) -> None:
-        if self.recipes is None or not has_recipe_memory(self.validator):
+        if self.recipes is None:  # the memory is off (validation.recipe_memory)
             return
         entry = remembered_entry(
             environment.recipe,

@@ -383,28 +383,14 @@ class HarnessEngine:
         phases = Phases(agent=given)
         if task_dir is None:
             assert prediction is not None, "an agent runs on a task directory"
-            missing = TaskEvaluation(
-                task_id=prediction.instance_id,
-                repo="",
-                status="setup_error",
-                sanity_check=False,
-                agent_duration_secs=0,
-                total_duration_secs=0,
-                error=f"no task has instance_id {prediction.instance_id!r}",
+            missing = setup_error(
+                prediction.instance_id, f"no task has instance_id {prediction.instance_id!r}"
             )
             return self._finish(missing, None, started, phases, model, prediction.instance_id)
         try:
             task = load_workspace(task_dir / WORKSPACE)
         except (OSError, ValueError) as exc:
-            unreadable = TaskEvaluation(
-                task_id=task_dir.name,
-                repo="",
-                status="setup_error",
-                sanity_check=False,
-                agent_duration_secs=0,
-                total_duration_secs=0,
-                error=f"unreadable task: {exc}"[:2000],
-            )
+            unreadable = setup_error(task_dir.name, f"unreadable task: {exc}"[:2000])
             instance_id = prediction.instance_id if prediction else task_dir.name
             return self._finish(unreadable, None, started, phases, model, instance_id)
         result = TaskEvaluation(
@@ -595,6 +581,19 @@ class Prepared:
         except Exception as error:  # it never started: nothing to remove
             log.debug("a prepared container did not start: %s", error)
         self.box.__exit__(None, None, None)
+
+
+def setup_error(task_id: str, error: str) -> TaskEvaluation:
+    """The evaluation of a task that could not even be set up (no task, unreadable)."""
+    return TaskEvaluation(
+        task_id=task_id,
+        repo="",
+        status="setup_error",
+        sanity_check=False,
+        agent_duration_secs=0,
+        total_duration_secs=0,
+        error=error,
+    )
 
 
 def sanity_passed(sanity: Graded) -> bool:

@@ -307,10 +307,13 @@ class Validator:
         ``validation.max_python_attempts``)."""
         tree = self.tree(repo, base_commit)
         override = self.overrides.lookup(repo)
-        recipes, facts = self.inferred(repo, base_commit, tree, created_at, override)
+        images = self.python_images()  # one look at the engine for every recipe made here
+        recipes, facts = self.inferred(repo, base_commit, tree, created_at, override, images)
         if facts is None:
             raise ValidationFailed(UNSUPPORTED, "no install recipe recognises the repository")
-        remembered = self.remembered_recipes(repo, base_commit, tree, created_at, override)
+        remembered = self.remembered_recipes(
+            repo, base_commit, tree, created_at, override, images
+        )
         if not recipes and not remembered:
             raise ValidationFailed(
                 NO_PYTHON,
@@ -327,12 +330,14 @@ class Validator:
         tree: TreeFiles,
         created_at: datetime | None,
         override: RepositoryOverride | None,
+        images: dict[str, str] | None = None,
     ) -> tuple[list[InstallRecipe], Any]:
-        """Inference's recipes for ``tree`` with ``override`` applied (``infer_recipes``)."""
+        """Inference's recipes for ``tree`` with ``override`` applied (``infer_recipes``), on
+        the Pythons of ``images`` (default: those on the engine)."""
         return infer_recipes(
             tree,
             repo=repo,
-            python_images=self.python_images(),
+            python_images=self.python_images() if images is None else images,
             created_at=created_at,
             release_tag=lambda: self.repos.release_tag(repo, base_commit),
             override=override,
@@ -345,6 +350,7 @@ class Validator:
         tree: TreeFiles,
         created_at: datetime | None,
         override: RepositoryOverride | None,
+        images: dict[str, str],
     ) -> list[InstallRecipe]:
         """The recipes the memory holds for this commit of ``repo`` (its own dependency
         files' entry, then the repository's latest other one), made again by inference at
@@ -356,14 +362,14 @@ class Validator:
         own = bool(entries) and entries[0].fingerprint == fingerprint
         result = "hit" if own else "repository" if entries else "miss"
         metrics.RECIPE_MEMORY_LOOKUPS.labels(result=result).inc()
-        images = self.python_images()
         recipes: list[InstallRecipe] = []
         for entry in entries:
             if entry.python and images and entry.python not in images:
                 log.info("%s: remembered recipe needs python %s, not built", repo, entry.python)
                 continue
             change = as_override(entry)
-            made, _ = self.inferred(repo, base_commit, tree, created_at, layered(change, override))
+            layers = layered(change, override)
+            made, _ = self.inferred(repo, base_commit, tree, created_at, layers, images)
             if not made:
                 continue
             origin = RecipeOrigin(
@@ -396,7 +402,8 @@ class Validator:
                 NO_PYTHON, f"no base image for python {change.python}; built: {sorted(images)}"
             )
         user = self.overrides.lookup(repo)
-        made, _ = self.inferred(repo, base_commit, tree, created_at, layered(change, user))
+        layers = layered(change, user)
+        made, _ = self.inferred(repo, base_commit, tree, created_at, layers, images)
         if not made:
             raise ValidationFailed(UNSUPPORTED, "no install recipe recognises the repository")
         origin = RecipeOrigin(source, change.model_dump(exclude_none=True, exclude={"python"}))
