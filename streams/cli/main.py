@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -26,10 +27,12 @@ from pydantic import ValidationError
 from streams.cli import cluster, demo, evaluate, ingest, pipeline, recipes, records, worker
 from streams.cli.options import explain, make_parents, preflight, settings_from_args
 from streams.core.errors import ExitCode
+from streams.core.logs import configure_logging, error_line
 from streams.core.settings import ConfigFileError
 
 # in the order `swe-stream --help` lists them
 COMMAND_MODULES = (cluster, ingest, worker, pipeline, records, recipes, evaluate, demo)
+LOG_FORMAT_ENV = "SWE_STREAM_WORKER_LOG_FORMAT"  # read here only when the settings are invalid
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,12 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = settings_from_args(args)
     except (ConfigFileError, ValidationError) as exc:
-        print(f"swe-stream: invalid settings: {exc}", file=sys.stderr)
+        log_format = getattr(args, "log_format", None) or os.environ.get(LOG_FORMAT_ENV, "")
+        line = f"swe-stream: invalid settings: {exc}"  # JSON escapes its newlines
+        print(error_line(line, log_format, ExitCode.USAGE), file=sys.stderr)
         return ExitCode.USAGE
-    logging.basicConfig(
-        level=settings.worker.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    log_format = settings.worker.log_format
+    configure_logging(settings.worker.log_level, log_format)
     try:
         preflight(args, settings)
         return int(args.handler(args, settings))
@@ -66,11 +69,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.INTERRUPTED
     except Exception as exc:
         error = explain(exc, args, settings)
+        if error is None and log_format == "json":  # a bug: its traceback, as a JSON record
+            logging.getLogger("swe_stream.cli").critical(
+                "swe-stream %s failed", args.command, exc_info=True
+            )
+            return ExitCode.FAILURE
         if error is None:
             raise
-        if getattr(args, "verbose", False):
-            traceback.print_exc()
-        print(f"swe-stream {args.command}: {error}", file=sys.stderr)
+        trace = traceback.format_exc() if getattr(args, "verbose", False) else None
+        if trace and log_format != "json":
+            print(trace, end="", file=sys.stderr)
+        line = f"swe-stream {args.command}: {error}"
+        print(error_line(line, log_format, error.code, trace), file=sys.stderr)
         return int(error.code)
 
 

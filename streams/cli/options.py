@@ -37,7 +37,7 @@ Commands = Any  # argparse's _SubParsersAction, which it does not export
 class Parents:
     """Parent parsers whose options several commands take."""
 
-    common: argparse.ArgumentParser  # --config, --log-level, --verbose, --quiet, --pipeline-...
+    common: argparse.ArgumentParser  # --config, --log-level, --log-format, --verbose, --quiet, ...
     kafka: argparse.ArgumentParser  # --bootstrap
     hours: argparse.ArgumentParser  # mine and run: which GH Archive hours
 
@@ -58,6 +58,12 @@ def _common() -> argparse.ArgumentParser:
         help="log level debug, and a traceback with any error (else one line)",
     )
     common.add_argument("--quiet", action="store_true", help="log level warning")
+    common.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        help="log records on stderr as text lines (default) or one JSON object per line "
+        "(worker.log_format)",
+    )
     common.add_argument(
         "--pipeline-version",
         type=int,
@@ -116,6 +122,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         },
         "worker": {
             "log_level": _log_level(args),
+            "log_format": getattr(args, "log_format", None),
             "app_id": getattr(args, "app_id", None),
             "web_port": getattr(args, "web_port", None),
             "metrics_port": getattr(args, "metrics_port", None),

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from streams.cli.options import Commands, Parents
+from streams.core.logs import logging_config
 from streams.core.settings import Settings, load_settings
 from streams.kafka.broker import kafka_bootstrap
 from streams.kafka.client import IdempotenceUnsupported, KafkaProfile, TopicAdmin, detect_profile
@@ -64,7 +65,12 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         app = _import_app(args.app)
         from faust.worker import Worker
 
-        worker = Worker(app, loglevel=effective.worker.log_level, quiet=True)
+        worker = Worker(
+            app,
+            loglevel=effective.worker.log_level,
+            quiet=True,
+            logging_config=logging_config(effective.worker.log_level, effective.worker.log_format),
+        )
         try:
             worker.execute_from_commandline()
         except SystemExit as exc:
@@ -83,6 +89,7 @@ def _export_for_app(args: argparse.Namespace, settings: Settings, profile: Kafka
         "SWE_STREAM_WORKER_WEB_PORT": str(settings.worker.web_port),
         "SWE_STREAM_WORKER_METRICS_PORT": str(settings.worker.metrics_port),
         "SWE_STREAM_WORKER_LOG_LEVEL": settings.worker.log_level,
+        "SWE_STREAM_WORKER_LOG_FORMAT": settings.worker.log_format,
         "SWE_STREAM_WORKER_STAGES": json.dumps(settings.worker.stages),
         "SWE_STREAM_CLASSIFY_DIFFICULTIES": json.dumps(settings.classify.difficulties),
         "SWE_STREAM_DOCKER_CACHE_LEVEL": settings.docker.cache_level,

@@ -137,6 +137,11 @@ class WorkerSettings(Section):
     )
     data_dir: Path = Path("data")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["text", "json"] = Field(
+        "text",
+        description="log records on stderr: text lines, or one JSON object per line (time, "
+        "level, logger, message, exception) for log collectors",
+    )
     stages: StrList = Field(
         default_factory=list, description="stages this worker runs (names); empty = every stage"
     )
