@@ -14,7 +14,7 @@ from schemas.base import (
     parse_pr_key,
     pr_key,
 )
-from schemas.dead_letter import DeadLetter
+from schemas.dead_letter import DeadLetter, DeadLetterReplay
 from schemas.gharchive import HourLedgerEntry, IngestDeadLetter, RawPullRequestEvent
 from schemas.harness import AgentSpec, HarnessRequest, HarnessResult
 from schemas.ledger import LedgerEntry
@@ -41,6 +41,7 @@ __all__ = [
     "ChangedFile",
     "ClassifiedPullRequest",
     "DeadLetter",
+    "DeadLetterReplay",
     "EnrichedPullRequest",
     "ExportedTask",
     "HarnessRequest",

@@ -1,4 +1,5 @@
-"""The dead-letter record written to every ``<topic>.dlq``."""
+"""The dead-letter record written to every ``<topic>.dlq``, and the mark ``dlq replay`` leaves
+beside a letter it sent back."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ import binascii
 from datetime import UTC, datetime
 from typing import Annotated, ClassVar, Self
 
-from pydantic import AfterValidator, AwareDatetime, NonNegativeInt, PositiveInt
+from pydantic import AfterValidator, AwareDatetime, Field, NonNegativeInt, PositiveInt
 
 from schemas.base import NonEmptyStr, Record
 
-__all__ = ["DeadLetter"]
+__all__ = ["DeadLetter", "DeadLetterReplay"]
 
 
 def _check_base64(value: str) -> str:
@@ -74,3 +75,26 @@ class DeadLetter(Record):
             attempts=attempts,
             failed_at=failed_at or datetime.now(UTC),
         )
+
+
+class DeadLetterReplay(Record):
+    """<topic>.dlq: the mark of a dead letter that `dlq replay` sent back (not a letter)."""
+
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    replay_of: str = Field(
+        pattern=r"^[0-9]+:[0-9]+$",
+        description="the replayed letter's partition:offset in this DLQ topic",
+    )
+    source_topic: NonEmptyStr
+    key: str | None = None
+    attempt: PositiveInt = Field(description="the attempt the record was sent back as")
+    sent_partition: NonNegativeInt = Field(description="where the record went in source_topic")
+    sent_offset: NonNegativeInt
+    replayed_at: AwareDatetime
+
+    @property
+    def position(self) -> tuple[int, int]:
+        """The replayed letter's (partition, offset)."""
+        partition, offset = self.replay_of.split(":")
+        return int(partition), int(offset)

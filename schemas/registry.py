@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from schemas.base import Record
-from schemas.dead_letter import DeadLetter
+from schemas.dead_letter import DeadLetter, DeadLetterReplay
 from schemas.gharchive import HourLedgerEntry, IngestDeadLetter, RawPullRequestEvent
 from schemas.harness import HarnessRequest, HarnessResult
 from schemas.ledger import LedgerEntry
@@ -33,5 +33,6 @@ ALL_RECORD_MODELS: tuple[type[Record], ...] = (
     LedgerEntry,
     RememberedRecipe,
     DeadLetter,
+    DeadLetterReplay,
     IngestDeadLetter,
 )

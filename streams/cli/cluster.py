@@ -131,6 +131,8 @@ async def _topics(action: str, bootstrap: str, settings: Settings, specs: list[A
             print(f"  {spec.description}")
             print(f"  key:        {spec.key}")
             print(f"  value:      schemas.{spec.value_model.__name__}")
+            for model in spec.also_holds:
+                print(f"  also holds: schemas.{model.__name__}")
             print(f"  partitions: {state.wanted_partitions} (cluster: {have})")
             print(
                 f"  configs:    {format_configs(spec.configs)} (cluster: "

@@ -12,13 +12,16 @@ from pathlib import Path
 
 from schemas import LedgerEntry, ledger_key, parse_pr_key
 from schemas.generate import DEFAULT_DIR, stale_json_schemas, write_json_schemas
-from streams.cli.options import Commands, Parents
+from streams.cli.options import Commands, Parents, one_line
+from streams.core.errors import UsageError
 from streams.core.settings import Settings
 from streams.evaluation.taskdir import dataset_to_task_dirs, read_dataset, task_dirs_to_dataset
 from streams.kafka.client import detect_profile
 from streams.pipeline.dlq import (
+    DeadLetterQueue,
+    StoredLetter,
     current_letters,
-    read_dead_letters,
+    read_dead_letter_queue,
     replay_dead_letters,
     select_letters,
 )
@@ -38,15 +41,27 @@ from streams.runtime.topology import STAGE_ORDER
 
 
 def register(commands: Commands, parents: Parents) -> None:
-    common, kafka = parents.common, parents.kafka
+    common = parents.common
     _register_ledger(commands, common)
-    dlq = commands.add_parser("dlq", parents=[common], help="dead letters: show, replay")
+    dlq = commands.add_parser(
+        "dlq", parents=[common], help="dead letters on a Kafka cluster (--bootstrap): show, replay"
+    )
     dlq_actions = dlq.add_subparsers(dest="action", required=True, metavar="ACTION")
     for name, text in (
-        ("show", "list the dead letters of a DLQ topic"),
-        ("replay", "send each dead record back to its source topic (its latest attempt)"),
+        ("show", "list the dead letters of a DLQ topic, and whether each was replayed"),
+        (
+            "replay",
+            "send each dead record back to its source topic (its latest attempt) and mark its "
+            "letter replayed; letters replayed before are skipped unless --again",
+        ),
     ):
-        action = dlq_actions.add_parser(name, parents=[common, kafka], help=text)
+        action = dlq_actions.add_parser(name, parents=[common], help=text)
+        action.add_argument(
+            "--bootstrap",
+            metavar="HOST:PORT",
+            help="the Kafka cluster holding the DLQ (or SWE_STREAM_KAFKA_BOOTSTRAP); required: "
+            "no embedded broker is started, it would hold no dead letters",
+        )
         action.add_argument("--topic", required=True, help="the DLQ topic, e.g. pr.enriched.dlq")
         action.add_argument(
             "--stage", action="append", default=[], help="only letters of this stage (repeatable)"
@@ -60,6 +75,12 @@ def register(commands: Commands, parents: Parents) -> None:
         action.add_argument(
             "--since", type=_aware_time, help="only letters that failed at or after this ISO time"
         )
+        if name == "replay":
+            action.add_argument(
+                "--again",
+                action="store_true",
+                help="also send letters an earlier replay sent back (default: skip them)",
+            )
     dlq.set_defaults(handler=cmd_dlq)
 
     export = commands.add_parser(
@@ -203,41 +224,59 @@ def _ledger_import(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_dlq(args: argparse.Namespace, settings: Settings) -> int:
     bootstrap = settings.kafka.bootstrap
     if not bootstrap:
-        print(
-            "swe-stream dlq: name the cluster with --bootstrap HOST:PORT (the embedded broker "
-            "keeps nothing once its command exits)",
-            file=sys.stderr,
+        raise UsageError(
+            "no Kafka cluster named",
+            "name the one holding the DLQ with --bootstrap HOST:PORT (or "
+            "SWE_STREAM_KAFKA_BOOTSTRAP): an embedded broker started for this command would hold "
+            "no dead letters",
         )
-        return 2
-    letters = asyncio.run(read_dead_letters(bootstrap, args.topic))
-    readable = [letter for _, _, letter in letters if not isinstance(letter, Exception)]
-    chosen = select_letters(readable, stages=args.stage, keys=args.key, since=args.since)
+    queue = asyncio.run(read_dead_letter_queue(bootstrap, args.topic))
+    chosen = select_letters(queue.letters, stages=args.stage, keys=args.key, since=args.since)
     if args.action == "show":
-        for partition, offset, letter in letters:
-            if isinstance(letter, Exception):
-                print(f"{partition}:{offset} unreadable dead letter: {letter}")
-                continue
-            if letter not in chosen:
-                continue
-            first_line = (letter.error.splitlines() or [""])[0][:160]
-            print(
-                f"{partition}:{offset} {letter.key} from {letter.source_topic}"
-                f"@{letter.source_partition}:{letter.source_offset} stage {letter.stage} "
-                f"attempt {letter.attempts} at {letter.failed_at.isoformat()}: "
-                f"{letter.error_type}: {first_line}"
+        _show_letters(queue, chosen)
+        return 0
+    current = current_letters(chosen)
+    pending = [x for x in current if args.again or not x.replays]
+    profile = asyncio.run(detect_profile(settings.kafka, bootstrap, False))
+    sent = asyncio.run(replay_dead_letters(profile.producer_config(), pending))
+    notes = []
+    if len(chosen) != len(queue.letters):
+        notes.append(f"{len(queue.letters) - len(chosen)} letters left out by the filters")
+    skipped = len(current) - len(pending)
+    if skipped:
+        notes.append(f"skipped {skipped} already replayed: --again sends them again")
+    said = f" ({'; '.join(notes)})" if notes else ""
+    print(f"replayed {sent} records from {args.topic} to their source topics{said}")
+    return 0
+
+
+def _show_letters(queue: DeadLetterQueue, chosen: list[StoredLetter]) -> None:
+    """One line per letter ``chosen``, with when it was last replayed; the summary on stderr."""
+    for partition, offset, error in queue.unreadable:
+        print(f"{partition}:{offset} unreadable dead letter: {one_line(str(error), 300)}")
+    for stored in chosen:
+        letter, mark = stored.letter, stored.last_replay
+        first_line = (letter.error.splitlines() or [""])[0][:160]
+        if mark is None:
+            replayed = "not replayed"
+        else:
+            times = f", {len(stored.replays)} times" if len(stored.replays) > 1 else ""
+            replayed = (
+                f"replayed at {mark.replayed_at.isoformat()} as attempt {mark.attempt} to "
+                f"{mark.source_topic}@{mark.sent_partition}:{mark.sent_offset}{times}"
             )
         print(
-            f"{len(letters)} dead letters, {len(current_letters(readable))} records",
-            file=sys.stderr,
+            f"{stored.partition}:{stored.offset} {letter.key} from {letter.source_topic}"
+            f"@{letter.source_partition}:{letter.source_offset} stage {letter.stage} "
+            f"attempt {letter.attempts} at {letter.failed_at.isoformat()} ({replayed}): "
+            f"{letter.error_type}: {first_line}"
         )
-        return 0
-    profile = asyncio.run(detect_profile(settings.kafka, bootstrap, False))
-    sent = asyncio.run(replay_dead_letters(profile.producer_config(), current_letters(chosen)))
-    shown = (
-        f" ({len(readable) - len(chosen)} left out by the filters)" if chosen != readable else ""
+    replayed_count = sum(1 for stored in queue.letters if stored.replays)
+    print(
+        f"{len(queue.letters)} dead letters, {len(current_letters(queue.letters))} records, "
+        f"{replayed_count} letters replayed ({queue.marks} replay marks)",
+        file=sys.stderr,
     )
-    print(f"replayed {sent} records from {args.topic} to their source topics{shown}")
-    return 0
 
 
 def _aware_time(text: str) -> datetime:

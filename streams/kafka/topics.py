@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from schemas import (
     ClassifiedPullRequest,
     DeadLetter,
+    DeadLetterReplay,
     EnrichedPullRequest,
     ExportedTask,
     HarnessRequest,
@@ -49,6 +50,8 @@ class TopicSpec:
     partitions: int | None = None
     configs: Mapping[str, str] = field(default_factory=dict)
     has_dlq: bool = False  # True for topics a stage consumes
+    # other records the topic holds beside its values (a DLQ: the marks of `dlq replay`)
+    also_holds: tuple[type[Record], ...] = ()
 
     @property
     def compacted(self) -> bool:
@@ -68,9 +71,11 @@ def _dlq(source: TopicSpec) -> TopicSpec:
     return TopicSpec(
         name=source.dlq_name,
         value_model=DeadLetter,
-        description=f"records from {source.name} that failed its schema or its stage, with error",
+        description=f"records from {source.name} that failed its schema or its stage, with "
+        "error; and a mark for each one `dlq replay` sent back",
         key=f"{source.key} (the source record's key)",
         configs=DLQ_CONFIGS,
+        also_holds=(DeadLetterReplay,),
     )
 
 

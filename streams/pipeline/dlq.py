@@ -1,7 +1,10 @@
 """Dead letters: a record a stage cannot handle goes to ``<input topic>.dlq`` with the error
 and its original bytes, so nothing is lost; ``swe-stream dlq replay`` sends them back to their
 source topic once the cause is fixed, marked with the attempt they failed at, so that a record
-failing again returns to the DLQ with ``attempts`` one higher.
+failing again returns to the DLQ with ``attempts`` one higher. Each letter it sends back gets a
+replay mark in the DLQ topic (a ``DeadLetterReplay`` with the ``swe-stream-replay-of`` header),
+so that ``dlq show`` tells which letters were replayed and when, and a second ``dlq replay``
+sends none of them again unless told to.
 """
 
 from __future__ import annotations
@@ -9,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Iterable, Mapping
-from datetime import datetime
-from typing import Any
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from schemas import DeadLetter
+from schemas import DeadLetter, DeadLetterReplay
 from streams.core import metrics
 from streams.kafka.topics import topic
 from streams.pipeline.sinks import RecordSink
@@ -93,62 +97,135 @@ def replay_attempt(headers: Mapping[str, bytes] | Iterable[tuple[str, bytes]] | 
     return 1
 
 
+REPLAY_OF_HEADER = "swe-stream-replay-of"  # on a replay mark: the letter's partition:offset
+
+
+@dataclass(frozen=True)
+class StoredLetter:
+    """A dead letter where it lies in its DLQ topic, with the marks of its replays."""
+
+    topic: str
+    partition: int
+    offset: int
+    letter: DeadLetter
+    replays: tuple[DeadLetterReplay, ...] = ()
+
+    @property
+    def last_replay(self) -> DeadLetterReplay | None:
+        return max(self.replays, key=lambda mark: mark.replayed_at, default=None)
+
+
+@dataclass
+class DeadLetterQueue:
+    """What a DLQ topic holds: its letters (each with its replay marks), the records that are
+    neither a letter nor a mark, and how many marks it holds."""
+
+    topic: str
+    letters: list[StoredLetter]
+    unreadable: list[tuple[int, int, ValidationError]]
+    marks: int
+
+
+Letter = TypeVar("Letter", DeadLetter, StoredLetter)
+
+
+def _letter(item: DeadLetter | StoredLetter) -> DeadLetter:
+    return item.letter if isinstance(item, StoredLetter) else item
+
+
 def identity(letter: DeadLetter) -> str:
     """The record a dead letter holds (its key and bytes), whatever attempt failed."""
     digest = hashlib.sha256(letter.original_value()).hexdigest()
     return f"{letter.source_topic}\0{letter.key}\0{digest}"
 
 
-def current_letters(letters: Iterable[DeadLetter]) -> list[DeadLetter]:
+def current_letters(letters: Iterable[Letter]) -> list[Letter]:
     """One dead letter per record: its latest attempt (the one to replay)."""
-    latest: dict[str, DeadLetter] = {}
-    for letter in letters:
-        known = latest.get(identity(letter))
-        if known is None or letter.attempts >= known.attempts:
-            latest[identity(letter)] = letter
+    latest: dict[str, Letter] = {}
+    for item in letters:
+        name = identity(_letter(item))
+        known = latest.get(name)
+        if known is None or _letter(item).attempts >= _letter(known).attempts:
+            latest[name] = item
     return list(latest.values())
 
 
 def select_letters(
-    letters: Iterable[DeadLetter],
+    letters: Iterable[Letter],
     *,
     stages: Iterable[str] = (),
     keys: Iterable[str] = (),
     since: datetime | None = None,
-) -> list[DeadLetter]:
+) -> list[Letter]:
     """The letters of one of ``stages`` (any when empty), of one of ``keys`` (``owner/repo#N``;
     any when empty), that failed at or after ``since``: what ``dlq replay`` sends back."""
     wanted_stages, wanted_keys = set(stages), set(keys)
     return [
-        letter
-        for letter in letters
-        if (not wanted_stages or letter.stage in wanted_stages)
-        and (not wanted_keys or letter.key in wanted_keys)
-        and (since is None or letter.failed_at >= since)
+        item
+        for item in letters
+        if (not wanted_stages or _letter(item).stage in wanted_stages)
+        and (not wanted_keys or _letter(item).key in wanted_keys)
+        and (since is None or _letter(item).failed_at >= since)
     ]
 
 
-async def read_dead_letters(bootstrap: str, dlq_topic: str) -> list[tuple[int, int, Any]]:
-    """``(partition, offset, DeadLetter or the error)`` for every record of ``dlq_topic``."""
+async def read_dead_letter_queue(bootstrap: str, dlq_topic: str) -> DeadLetterQueue:
+    """Every record of ``dlq_topic``: its dead letters, each with the replay marks that name
+    it (a record with the ``swe-stream-replay-of`` header, or shaped as a mark), and what is
+    neither."""
     from streams.kafka.client import read_topic_to_end
 
-    letters: list[tuple[int, int, Any]] = []
+    found: list[tuple[int, int, DeadLetter]] = []
+    marks: dict[tuple[int, int], list[DeadLetterReplay]] = {}
+    unreadable: list[tuple[int, int, ValidationError]] = []
     async for record in read_topic_to_end(bootstrap, dlq_topic):
+        where = (record.partition, record.offset)
+        parsed = _parse(record.value, _is_mark(record.headers))
+        if isinstance(parsed, DeadLetterReplay):
+            marks.setdefault(parsed.position, []).append(parsed)
+        elif isinstance(parsed, DeadLetter):
+            found.append((*where, parsed))
+        else:
+            unreadable.append((*where, parsed))
+    letters = [
+        StoredLetter(
+            dlq_topic, partition, offset, letter, tuple(marks.get((partition, offset), ()))
+        )
+        for partition, offset, letter in found
+    ]
+    count = sum(len(found_marks) for found_marks in marks.values())
+    return DeadLetterQueue(dlq_topic, letters, unreadable, count)
+
+
+def _is_mark(headers: Iterable[tuple[str, bytes]] | None) -> bool:
+    return any(name == REPLAY_OF_HEADER for name, _ in headers or ())
+
+
+def _parse(value: bytes | None, mark: bool) -> DeadLetter | DeadLetterReplay | ValidationError:
+    """A DLQ record as a mark (when its header says so) or a letter, else the letter's error."""
+    models: tuple[type[DeadLetter] | type[DeadLetterReplay], ...] = (
+        (DeadLetterReplay,) if mark else (DeadLetter, DeadLetterReplay)
+    )
+    first: ValidationError | None = None
+    for model in models:
         try:
-            letters.append((record.partition, record.offset, DeadLetter.from_json(record.value)))
+            return model.from_json(value or b"")
         except ValidationError as exc:
-            letters.append((record.partition, record.offset, exc))
-    return letters
+            first = first or exc
+    assert first is not None
+    return first
 
 
 async def replay_dead_letters(
-    producer_config: dict[str, Any], letters: Iterable[DeadLetter]
+    producer_config: dict[str, Any], letters: Iterable[DeadLetter | StoredLetter]
 ) -> int:
     """Send each letter's original record back to its source topic, key and bytes as they
     were, with the attempt it failed at (the next failure writes ``attempts + 1``). A letter
     that kept only the first bytes of a large record sends the record itself, read back from
     its source topic and checked against the digest in the letter's error; a tombstone's
-    letter sends a tombstone."""
+    letter sends a tombstone. A letter read from its DLQ topic (a ``StoredLetter``) gets a
+    replay mark there once its record is sent: ``dlq show`` says it was replayed and the next
+    ``dlq replay`` leaves it alone."""
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
     producer = AIOKafkaProducer(**producer_config)
@@ -156,7 +233,8 @@ async def replay_dead_letters(
     await producer.start()
     sent = 0
     try:
-        for letter in letters:
+        for item in letters:
+            letter = _letter(item)
             value: bytes | None = letter.original_value()
             if letter.error.startswith(TOMBSTONE_PREFIX):
                 value = None
@@ -171,18 +249,42 @@ async def replay_dead_letters(
                 except RecordGone as exc:
                     log.warning("%s", exc)
                     continue
-            await producer.send_and_wait(
+            key = letter.key.encode() if letter.key is not None else None
+            placed = await producer.send_and_wait(
                 letter.source_topic,
                 value,
-                letter.key.encode() if letter.key is not None else None,
+                key,
                 headers=[(ATTEMPT_HEADER, str(letter.attempts + 1).encode())],
             )
             sent += 1
+            if isinstance(item, StoredLetter):
+                await _mark_replayed(producer, item, placed.partition, placed.offset)
     finally:
         await producer.stop()
         if consumer is not None:
             await consumer.stop()
     return sent
+
+
+async def _mark_replayed(producer: Any, item: StoredLetter, partition: int, offset: int) -> None:
+    """The replay mark of ``item``, in its DLQ topic under its key."""
+    letter = item.letter
+    mark = DeadLetterReplay(
+        pipeline_version=letter.pipeline_version,
+        replay_of=f"{item.partition}:{item.offset}",
+        source_topic=letter.source_topic,
+        key=letter.key,
+        attempt=letter.attempts + 1,
+        sent_partition=partition,
+        sent_offset=offset,
+        replayed_at=datetime.now(UTC),
+    )
+    await producer.send_and_wait(
+        item.topic,
+        mark.to_json(),
+        letter.key.encode() if letter.key is not None else None,
+        headers=[(REPLAY_OF_HEADER, mark.replay_of.encode())],
+    )
 
 
 class RecordGone(RuntimeError):

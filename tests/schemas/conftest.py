@@ -17,6 +17,7 @@ from schemas import (
     ChangedFile,
     ClassifiedPullRequest,
     DeadLetter,
+    DeadLetterReplay,
     EnrichedPullRequest,
     ExportedTask,
     HarnessRequest,
@@ -321,6 +322,16 @@ def examples(
         attempts=3,
         failed_at=started,
     )
+    replayed = DeadLetterReplay(
+        pipeline_version=PIPELINE_VERSION,
+        replay_of="2:17",
+        source_topic="gharchive.pull-request-events",
+        key=raw.key,
+        attempt=4,
+        sent_partition=7,
+        sent_offset=123999,
+        replayed_at=started,
+    )
     ingest_dead = IngestDeadLetter(
         pipeline_version=PIPELINE_VERSION,
         hour=HOUR,
@@ -346,6 +357,7 @@ def examples(
         result,
         ledger,
         dead,
+        replayed,
         ingest_dead,
     ]
     return {type(record): record for record in built}

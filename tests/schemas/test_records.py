@@ -14,6 +14,7 @@ from schemas import (
     SWEBENCH_FIELDS,
     ClassifiedPullRequest,
     DeadLetter,
+    DeadLetterReplay,
     EnrichedPullRequest,
     ExportedTask,
     HarnessRequest,
@@ -61,6 +62,7 @@ WRONG_TYPE: dict[type[Record], tuple[str, Any]] = {
     LedgerEntry: ("attempts", "twice"),
     RememberedRecipe: ("tests", "several"),
     DeadLetter: ("source_offset", "end"),
+    DeadLetterReplay: ("sent_offset", "end"),
 }
 
 
@@ -77,8 +79,8 @@ def assert_rejected(model: type[Record], data: dict[str, Any], field: str) -> No
 
 
 def test_registry_lists_every_topic_model() -> None:
-    assert len(ALL_RECORD_MODELS) == 15
-    assert len(set(ALL_RECORD_MODELS)) == 15
+    assert len(ALL_RECORD_MODELS) == 16
+    assert len(set(ALL_RECORD_MODELS)) == 16
     assert set(WRONG_TYPE) == set(ALL_RECORD_MODELS)
     for model in ALL_RECORD_MODELS:
         assert issubclass(model, Record)

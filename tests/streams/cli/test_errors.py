@@ -84,6 +84,16 @@ def test_the_cluster_named_by_the_environment_is_checked_too() -> None:
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("action", ["show", "replay"])
+def test_dlq_without_a_cluster_is_one_line_and_exit_2(action: str) -> None:
+    result = run(["dlq", action, "--topic", "pr.enriched.dlq"])
+    one_line(result, ExitCode.USAGE, "swe-stream dlq:", "--bootstrap HOST:PORT")
+    # and its help says so, instead of promising an embedded broker
+    shown = run(["dlq", action, "--help"]).stdout
+    assert "required" in shown and "default: start the embedded broker" not in shown, shown
+
+
+@pytest.mark.unit
 def test_verbose_adds_the_traceback_and_the_underlying_error() -> None:
     result = run(["--verbose", "topics", "list", "--bootstrap", UNREACHABLE])
     assert result.returncode == ExitCode.CLUSTER_UNREACHABLE, result.stderr

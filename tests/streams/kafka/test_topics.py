@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from schemas import ALL_RECORD_MODELS, DeadLetter, Record
+from schemas import ALL_RECORD_MODELS, DeadLetter, DeadLetterReplay, Record
 from streams.core.settings import KafkaSettings
 from streams.kafka.client import TopicAdmin
 from streams.kafka.topics import ALL_TOPICS, DLQ_TOPICS, PR_KEY, PRIMARY_TOPICS, topic
@@ -18,7 +18,12 @@ from tests.conftest import SWE_STREAM
 def test_catalog_is_consistent() -> None:
     names = [t.name for t in ALL_TOPICS]
     assert len(names) == len(set(names))
-    assert {t.value_model for t in PRIMARY_TOPICS} == set(ALL_RECORD_MODELS) - {DeadLetter}
+    assert {t.value_model for t in PRIMARY_TOPICS} == set(ALL_RECORD_MODELS) - {
+        DeadLetter,
+        DeadLetterReplay,
+    }
+    held = {model for t in ALL_TOPICS for model in (t.value_model, *t.also_holds)}
+    assert held == set(ALL_RECORD_MODELS)  # every record model lives in some topic
     for spec in ALL_TOPICS:
         assert issubclass(spec.value_model, Record)
     # co-partitioning: every PR-keyed topic uses the shared partition count
@@ -30,6 +35,7 @@ def test_catalog_is_consistent() -> None:
     # every topic a stage consumes has a DLQ, and the DLQs hold dead letters
     assert {t.name for t in DLQ_TOPICS} == {t.name + ".dlq" for t in PRIMARY_TOPICS if t.has_dlq}
     assert all(t.value_model is DeadLetter for t in DLQ_TOPICS)
+    assert all(t.also_holds == (DeadLetterReplay,) for t in DLQ_TOPICS)
     assert topic("pr.candidates").dlq_name == "pr.candidates.dlq"
 
 

@@ -1,5 +1,6 @@
 """Dead letters on the embedded broker: a poison record lands in its DLQ, `dlq replay` sends
-it back; failing again it returns with attempts + 1; once the cause is fixed it moves on."""
+it back and marks the letter replayed; failing again it returns with attempts + 1; once the
+cause is fixed it moves on, and a second replay does not send it again unless --again."""
 
 from __future__ import annotations
 
@@ -14,7 +15,14 @@ import pytest
 
 from schemas import DeadLetter, LedgerEntry
 from streams.kafka.broker import free_port
-from streams.pipeline.dlq import current_letters, replay_attempt, select_letters
+from streams.pipeline.dlq import (
+    DeadLetterQueue,
+    StoredLetter,
+    current_letters,
+    read_dead_letter_queue,
+    replay_attempt,
+    select_letters,
+)
 from tests.conftest import REPO_ROOT, SWE_STREAM
 from tests.fakes.shout_stage import HEARD, SHOUTED, Utterance
 from tests.workers import (
@@ -50,6 +58,17 @@ def test_one_replay_per_record_its_latest_attempt() -> None:
 
 
 @pytest.mark.unit
+def test_letters_where_they_lie_are_chosen_like_letters() -> None:
+    stored = [
+        StoredLetter("t.dlq", 0, offset, x)
+        for offset, x in enumerate([letter(b"a", 1), letter(b"b", 1), letter(b"a", 2)])
+    ]
+    assert [x.offset for x in current_letters(stored)] == [2, 1]
+    assert select_letters(stored, keys=["k"], stages=["s"]) == stored
+    assert select_letters(stored, keys=["other"]) == []
+
+
+@pytest.mark.unit
 def test_a_replay_can_be_narrowed_to_stages_keys_and_a_time() -> None:
     t0 = datetime(2026, 11, 25, 12, tzinfo=UTC)
 
@@ -71,6 +90,16 @@ def test_a_replay_can_be_narrowed_to_stages_keys_and_a_time() -> None:
     since = t0 + timedelta(minutes=5)
     assert [x.key for x in select_letters(letters, since=since)] == ["o/r#2", "o/r#3"]
     assert select_letters(letters, stages=["validate"], since=t0 + timedelta(minutes=6)) == []
+
+
+def letters_in_dlq(bootstrap: str, count: int, timeout: float = 60) -> DeadLetterQueue:
+    """The DLQ once it holds at least ``count`` letters (replay marks are no letters)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        queue = asyncio.run(read_dead_letter_queue(bootstrap, HEARD.dlq_name))
+        if len(queue.letters) >= count or time.monotonic() > deadline:
+            return queue
+        time.sleep(0.5)
 
 
 def dlq(bootstrap: str, action: str, *filters: str) -> str:
@@ -120,13 +149,26 @@ def test_a_poison_record_is_replayed_until_its_cause_is_fixed(
 
         # replayed with the cause still there: back in the DLQ, one attempt more
         assert "replayed 1 records" in dlq(bootstrap, "replay")
-        letters = [
-            DeadLetter.from_json(v) for _, v in asyncio.run(read(bootstrap, HEARD.dlq_name, 2))
-        ]
+        queue = letters_in_dlq(bootstrap, 2)
+        letters = [x.letter for x in queue.letters]
         assert sorted(x.attempts for x in letters) == [1, 2]
         assert all(x.original_value() == boom.to_json() for x in letters)
+        # the first letter carries its replay mark; the mark is no letter
+        assert queue.marks == 1 and not queue.unreadable
+        by_attempt = {x.letter.attempts: x for x in queue.letters}
+        (mark,) = by_attempt[1].replays
+        assert (mark.attempt, mark.source_topic, mark.key) == (2, HEARD.name, "octo/hello#7")
+        assert mark.replay_of == f"{by_attempt[1].partition}:{by_attempt[1].offset}"
+        assert by_attempt[2].replays == ()
+        shown = dlq(bootstrap, "show").splitlines()
+        assert len(shown) == 2, shown  # two letters, no line for the mark
+        (first_line,) = [line for line in shown if " attempt 1 at " in line]
+        assert "(replayed at " in first_line and "as attempt 2" in first_line, first_line
+        (second_line,) = [line for line in shown if " attempt 2 at " in line]
+        assert "(not replayed)" in second_line, second_line
 
-        # the cause fixed: the replayed record goes through (the failed PR is retried)
+        # the cause fixed: the replayed record goes through (the failed PR is retried); the
+        # letter of attempt 2 is the one sent, attempt 1's (replayed already) is not
         cause.write_text("nothing fails now")
         assert "replayed 1 records" in dlq(bootstrap, "replay")
         shouted = asyncio.run(read(bootstrap, SHOUTED.name, 2, process))
@@ -136,7 +178,18 @@ def test_a_poison_record_is_replayed_until_its_cause_is_fixed(
         ]
         assert [e.status for e in ledger if e.number == 7][-1] == "accepted"
         time.sleep(2)  # nothing more arrives in the DLQ
-        assert len(asyncio.run(read(bootstrap, HEARD.dlq_name, 2))) == 2
+        queue = letters_in_dlq(bootstrap, 2)
+        assert len(queue.letters) == 2 and queue.marks == 2
+        assert all(len(x.replays) == 1 for x in queue.letters)
+
+        # a second replay sends nothing by accident, and says why; --again sends it anyway
+        again = dlq(bootstrap, "replay")
+        assert "replayed 0 records" in again and "skipped 1 already replayed" in again, again
+        assert "--again" in again
+        assert "replayed 1 records" in dlq(bootstrap, "replay", "--again")
+        shouted = asyncio.run(read(bootstrap, SHOUTED.name, 3, process))
+        assert sorted(Utterance.from_json(v).text for _, v in shouted) == ["BOOM", "BOOM", "FINE"]
+        assert ", 2 times)" in dlq(bootstrap, "show", "--key", "octo/hello#7")
     finally:
         if process.poll() is None:
             assert stop(process) == 0, log.read_text()[-3000:]
