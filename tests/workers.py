@@ -1,5 +1,6 @@
 """A worker run as a subprocess by the tests: its environment, its stop, its metrics, and the
-shout topics (``tests.fakes.shout_stage``) it reads and writes on the embedded broker."""
+shout topics (``tests.fakes.shout_stage``) it reads and writes on the embedded broker; and
+``swe-stream broker``, the embedded broker as a process of its own."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import subprocess
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from streams.offline.world import OfflineWorld
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, SWE_STREAM
 from tests.fakes.shout_stage import HEARD, SHOUTED
 
 
@@ -29,13 +31,41 @@ def worker_env() -> dict[str, str]:
     return env
 
 
-def stop(process: subprocess.Popen[bytes]) -> int:
+def stop(process: subprocess.Popen[Any]) -> int:
     process.send_signal(signal.SIGTERM)
     try:
         return process.wait(timeout=60)
     except subprocess.TimeoutExpired:
         process.kill()
         raise
+
+
+def stop_all(processes: dict[str, subprocess.Popen[Any]]) -> dict[str, int]:
+    """SIGTERM to each process in the order given (a broker after its clients), every one
+    of them even when one does not stop: their exit codes (-9: it had to be killed)."""
+    codes = {}
+    for name, process in processes.items():
+        try:
+            codes[name] = process.returncode if process.poll() is not None else stop(process)
+        except subprocess.TimeoutExpired:
+            codes[name] = process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+    return codes
+
+
+def start_broker_command(
+    stderr_path: Path | None = None, port: int | None = None
+) -> tuple[subprocess.Popen[str], str, int]:
+    """``swe-stream broker [--port P]`` once its broker answers: the command, its bootstrap
+    and the broker's pid."""
+    command = [SWE_STREAM, "broker"] + (["--port", str(port)] if port else [])
+    with open(stderr_path or os.devnull, "w") as stderr:  # the child keeps its own copy
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    assert process.stdout is not None
+    bootstrap = process.stdout.readline().split("bootstrap: ")[1].strip()
+    pid = int(process.stdout.readline().split("broker pid: ")[1])
+    return process, bootstrap, pid
 
 
 def wait_for_metrics(port: int, process: subprocess.Popen[bytes], log: Path) -> str:

@@ -59,25 +59,37 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     if getattr(args, "metrics_port", None):  # the hours, events and errors, for Prometheus
         metrics.serve_metrics(args.metrics_port)
-    # SIGTERM ends a --follow run like Ctrl-C: in-flight hours stay un-"done" and are redone.
-    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
-    with kafka_bootstrap(settings.kafka.bootstrap, settings.kafka.embedded_port) as (
-        bootstrap,
-        embedded,
-    ):
-        if embedded:
-            log.warning(
-                "embedded broker on %s: what is published is gone when ingest exits", bootstrap
-            )
-        try:
-            return asyncio.run(_ingest(selection, args.force, settings, bootstrap, embedded))
-        except (ValueError, FileNotFoundError) as exc:
-            print(f"swe-stream ingest: {exc}", file=sys.stderr)
-            return 2
+    # SIGTERM (docker stop, a service manager) stops a --follow run where it is, as Ctrl-C
+    # does, but as the way such a run ends: exit 0. In-flight hours stay un-"done" and are
+    # ingested again by the next run.
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        with kafka_bootstrap(settings.kafka.bootstrap, settings.kafka.embedded_port) as (
+            bootstrap,
+            embedded,
+        ):
+            if embedded:
+                log.warning(
+                    "embedded broker on %s: what is published is gone when ingest exits",
+                    bootstrap,
+                )
+            try:
+                return asyncio.run(_ingest(selection, args.force, settings, bootstrap, embedded))
+            except (ValueError, FileNotFoundError) as exc:
+                print(f"swe-stream ingest: {exc}", file=sys.stderr)
+                return 2
+    except Terminated:
+        log.info("SIGTERM: stopped; hours not done yet are ingested again next time")
+        return ExitCode.OK
 
 
-def _raise_keyboard_interrupt(*_: object) -> None:
-    raise KeyboardInterrupt
+class Terminated(KeyboardInterrupt):
+    """SIGTERM: unwinds like Ctrl-C (asyncio cancels the tasks, the producer and an embedded
+    broker are stopped), then ends the command with exit code 0 instead of 130."""
+
+
+def _raise_terminated(*_: object) -> None:
+    raise Terminated
 
 
 async def _ingest(

@@ -1,13 +1,14 @@
-"""infra/: the metrics every dashboard and alert uses exist; a real Prometheus scraping a
-running pipeline answers every dashboard query of the stages it ran; promtool accepts the
-config, the rules and a scrape; the compose file and the worker image are valid."""
+"""infra/: the metrics every dashboard and alert uses exist; a real Prometheus scraping the
+stack's processes (embedded broker, ingest, worker) as the production config's jobs answers
+every dashboard query of the stages they ran; promtool accepts the config, the rules and the
+scrapes; the compose file and the worker image are valid."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
-import signal
 import subprocess
 import time
 import urllib.parse
@@ -22,16 +23,22 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from schemas import LedgerEntry
 from streams.kafka.broker import free_port
+from streams.kafka.client import read_topic_to_end
+from streams.kafka.topics import PULL_REQUEST_EVENTS
 from streams.offline.world import OfflineWorld, offline_world
+from streams.pipeline.ledger import read_ledger
 from tests.conftest import REPO_ROOT, SWE_STREAM, unavailable
-from tests.workers import TASK, env_for
+from tests.workers import TASK, env_for, start_broker_command, stop_all
 
 INFRA = REPO_ROOT / "infra"
 DASHBOARDS = sorted((INFRA / "grafana" / "dashboards").glob("*.json"))
+PROMETHEUS_CONFIG = INFRA / "prometheus" / "prometheus.yml"
 RULES = INFRA / "prometheus" / "rules.yml"
+LEDGER_WRITES = "swe_stream_ledger_writes_total"
 METRIC = re.compile(r"\b((?:swe_stream|faust)_[a-z0-9_]+)\b")
 # what the offline run cannot exercise: no LLM key (heuristic backends, no test generation)
 NOT_EXERCISED = re.compile(r"swe_stream_(llm|testgen|setup_agent)_")
+COUNTS = re.compile(r"_(total|bucket)$")  # counters and histograms, not gauges
 GRAFANA_RANGES = {"$__rate_interval": "1m", "$__range": "1h", "$__interval": "15s"}
 
 
@@ -134,23 +141,45 @@ def sample(scrape_text: str, name: str, **labels: str) -> float:
     return total
 
 
-class Prometheus:
-    """A real Prometheus server on 127.0.0.1, scraping one target every second."""
+def scrape_config(targets: dict[str, str]) -> dict[str, Any]:
+    """The production Prometheus config (``infra/prometheus/prometheus.yml``: its jobs, so
+    their ``job`` labels, and their rule files) with each named job scraping the given
+    ``host:port`` instead of discovering the compose services, every second; the jobs not
+    named are left out."""
+    config = yaml.safe_load(PROMETHEUS_CONFIG.read_text())
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    assert set(targets) <= set(jobs), f"not jobs of {PROMETHEUS_CONFIG}: {set(targets) - set(jobs)}"
+    scrape_configs = []
+    for name, target in targets.items():
+        job = {
+            key: value
+            for key, value in jobs[name].items()
+            if not key.endswith(("_sd_configs", "static_configs"))
+            and key not in ("scrape_interval", "scrape_timeout")
+        }
+        labels = {
+            k: v
+            for static in jobs[name].get("static_configs", [])
+            for k, v in static.get("labels", {}).items()
+        }
+        job["static_configs"] = [{"targets": [target]} | ({"labels": labels} if labels else {})]
+        scrape_configs.append(job)
+    rule_files = [str(PROMETHEUS_CONFIG.parent / f) for f in config.get("rule_files", [])]
+    return config | {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": rule_files,
+        "scrape_configs": scrape_configs,
+    }
 
-    def __init__(self, root: Path, target: str):
+
+class Prometheus:
+    """A real Prometheus server on 127.0.0.1, scraping its targets (job name: host:port,
+    jobs of the production config) every second."""
+
+    def __init__(self, root: Path, targets: dict[str, str]):
         self.port = free_port()
         config = root / "prometheus.yml"
-        config.write_text(
-            yaml.safe_dump(
-                {
-                    "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-                    "rule_files": [str(RULES)],
-                    "scrape_configs": [
-                        {"job_name": "swe-stream", "static_configs": [{"targets": [target]}]}
-                    ],
-                }
-            )
-        )
+        config.write_text(yaml.safe_dump(scrape_config(targets)))
         self.log = root / "prometheus.log"
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen(
@@ -195,50 +224,119 @@ def world(tmp_path: Path, fixtures_dir: Path, base_image: str) -> Any:
         yield w
 
 
+class Stack:
+    """The compose stack's swe-stream processes on this machine: ``swe-stream broker`` (the
+    embedded broker in place of Kafka), ``ingest --follow`` and ``worker`` (every stage, and
+    the harness on exported tasks), each logging to a file of ``root``; ``targets`` are the
+    production Prometheus jobs that scrape them."""
+
+    def __init__(self, world: OfflineWorld, root: Path):
+        self.world = world
+        self.root = root
+        self.out = root / "out"
+        self.ingest_port, self.worker_port = free_port(), free_port()
+        self.targets = {
+            "swe-stream-ingest": f"127.0.0.1:{self.ingest_port}",
+            "swe-stream-worker": f"127.0.0.1:{self.worker_port}",
+        }
+        self.env = env_for(world, root / "data") | {
+            "SWE_STREAM_GHARCHIVE_POLL_SECONDS": "1",
+            "SWE_STREAM_WORKER_LAG_INTERVAL_SECONDS": "1",
+            "SWE_STREAM_WORKER_METRICS_PORT": str(self.worker_port),  # as the compose file
+            "SWE_STREAM_EXPORT_OUTPUT_DIR": str(self.out),
+            "SWE_STREAM_HARNESS_AGENT_COMMAND": "true",  # every exported task is evaluated too
+            "SWE_STREAM_HARNESS_OUTPUT_DIR": str(root / "harness"),
+        }
+        self.bootstrap = ""
+        self.processes: dict[str, subprocess.Popen[Any]] = {}
+
+    def start(self) -> None:
+        broker, self.bootstrap, _ = start_broker_command(self.root / "broker.log", port=free_port())
+        self.processes["broker"] = broker
+        self.run("worker", "--web-port", str(free_port()))
+        self.run(
+            "ingest", "--from", self.world.hour, "--follow",
+            "--metrics-port", str(self.ingest_port),
+        )  # fmt: skip
+
+    def run(self, command: str, *args: str) -> None:
+        with open(self.root / f"{command}.log", "wb") as log:
+            self.processes[command] = subprocess.Popen(
+                [SWE_STREAM, command, "--bootstrap", self.bootstrap, *args],
+                cwd=REPO_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+
+    def logs(self) -> str:
+        logs = [self.root / f"{name}.log" for name in ("broker", "worker", "ingest")]
+        return "\n".join(
+            f"--- {log.name}\n{log.read_text()[-3000:]}" for log in logs if log.exists()
+        )
+
+    def check_alive(self) -> None:
+        exited = {n: p.returncode for n, p in self.processes.items() if p.poll() is not None}
+        assert not exited, f"exited: {exited}\n{self.logs()}"
+
+    def stop(self) -> dict[str, int]:
+        """SIGTERM to ingest and the worker, then to the broker: the exit codes of those
+        started."""
+        order = [n for n in ("ingest", "worker", "broker") if n in self.processes]
+        return stop_all({name: self.processes[name] for name in order})
+
+
+def scrape_until(port: int, stack: Stack, done: Any, timeout: float = 300) -> str:
+    """Scrape ``port`` until ``done(text)``, the stack alive meanwhile."""
+    deadline = time.monotonic() + timeout
+    text = ""
+    while not done(text):
+        stack.check_alive()
+        assert time.monotonic() < deadline, stack.logs()
+        time.sleep(1)
+        try:
+            text = scrape(port)
+        except OSError:
+            text = ""
+    return text
+
+
 @pytest.mark.docker
-def test_prometheus_answers_every_dashboard_query_of_a_running_pipeline(
+def test_prometheus_answers_every_dashboard_query_of_the_running_stack(
     world: OfflineWorld, tmp_path: Path
 ) -> None:
-    metrics_port = free_port()
-    out = tmp_path / "out"
-    env = env_for(world, tmp_path / "data") | {
-        "SWE_STREAM_GHARCHIVE_POLL_SECONDS": "1",
-        "SWE_STREAM_WORKER_LAG_INTERVAL_SECONDS": "1",
-        "SWE_STREAM_HARNESS_AGENT_COMMAND": "true",  # every exported task is evaluated too
-        "SWE_STREAM_HARNESS_OUTPUT_DIR": str(tmp_path / "harness"),
-    }
-    log = tmp_path / "run.log"
-    with open(log, "wb") as sink:
-        run = subprocess.Popen(
-            [SWE_STREAM, "run", "--from", world.hour, "-o", str(out),
-             "--metrics-port", str(metrics_port), "--no-live"],
-            cwd=REPO_ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    prometheus = Prometheus(tmp_path, f"127.0.0.1:{metrics_port}")
+    """The compose stack's processes (embedded broker, ingest, worker) run on the offline
+    world, as separate processes; a real Prometheus, up before them, scrapes ingest and the
+    worker as the production config's jobs do."""
+    stack = Stack(world, tmp_path)
+    prometheus = Prometheus(tmp_path, stack.targets)
     try:
-        deadline = time.monotonic() + 300
-        text = ""
-        while sample(text, "swe_stream_harness_evaluations_total") < 1:
-            assert run.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(1)
-            try:
-                text = scrape(metrics_port)
-            except OSError:
-                text = ""
-        assert (out / TASK / "workspace.yaml").is_file()
+        stack.start()
+        worker_text = scrape_until(
+            stack.worker_port,
+            stack,
+            lambda text: sample(text, "swe_stream_harness_evaluations_total") >= 1,
+        )
+        ingest_text = scrape_until(
+            stack.ingest_port,
+            stack,
+            lambda text: sample(text, "swe_stream_ingest_hour_files_total", status="done") >= 1,
+        )
+        assert (stack.out / TASK / "workspace.yaml").is_file()
         # a rate or an increase needs two samples of the newest series
         prometheus.wait_for_samples("up", 5)
         prometheus.wait_for_samples("swe_stream_harness_evaluations_total", 3)
         prometheus.wait_for_samples("swe_stream_consumer_lag", 3)
+        for job in stack.targets:
+            assert prometheus.query(f'up{{job="{job}"}} == 1'), job
 
-        # every name a dashboard or an alert uses is exposed
-        names = exposed_names(text)
+        # every name a dashboard or an alert uses is exposed, by one process or the other;
+        # both expositions pass promtool
+        names = exposed_names(ingest_text) | exposed_names(worker_text)
         used = {m for _, q in dashboard_queries() + rule_queries() for m in METRIC.findall(q)}
         assert used and used <= names, sorted(used - names)
-        lint = subprocess.run(
-            [tool("promtool"), "check", "metrics"], input=text, capture_output=True, text=True
-        )
-        assert lint.returncode == 0, lint.stdout + lint.stderr
+        for text in (ingest_text, worker_text):
+            lint = subprocess.run(
+                [tool("promtool"), "check", "metrics"], input=text, capture_output=True, text=True
+            )
+            assert lint.returncode == 0, lint.stdout + lint.stderr
 
         # the real server answers each panel's query; those of exercised stages with data
         empty = []
@@ -248,26 +346,56 @@ def test_prometheus_answers_every_dashboard_query_of_a_running_pipeline(
             if not prometheus.query(expr) and not NOT_EXERCISED.search(expr):
                 empty.append(title)
         assert empty == [], empty
+        # and counted something: an idle process serves an unlabelled counter or histogram as 0
+        # (the worker its ingest counters, ingest the stages'), so data alone proves nothing
+        uncounted = sorted(
+            name
+            for _, expr in dashboard_queries()
+            for name in METRIC.findall(expr)
+            if COUNTS.search(name)
+            and not NOT_EXERCISED.search(name)
+            and not prometheus.query(f"max({name}) > 0")
+        )
+        assert uncounted == [], uncounted
         for _, expr in rule_queries():
             prometheus.query(expr)  # evaluates (an alert that does not fire is empty)
-        final = scrape(metrics_port)
-    finally:
-        prometheus.stop()
-        if run.poll() is None:
-            run.send_signal(signal.SIGTERM)
-        assert run.wait(timeout=60) == 0, log.read_text()[-3000:]
 
-    # the stage counters agree with the ledger the run wrote
-    entries = [
-        LedgerEntry.model_validate(
-            {k: v for k, v in json.loads(line).items() if k != "pr"}
-            | {"number": json.loads(line)["pr"]}
+        # what ingest published (its own count, scraped from the ingest job) is what the
+        # worker's prefilter read
+        published = sum(
+            float(r["value"][1])
+            for r in prometheus.query(
+                'swe_stream_ingest_pull_request_events_total{job="swe-stream-ingest"}'
+            )
         )
-        for line in (out / ".swe-stream" / "ledger.jsonl").read_text().splitlines()
-    ]
+        events = asyncio.run(count_records(stack.bootstrap, PULL_REQUEST_EVENTS.name))
+        assert published == events > 0
+        scrape_until(
+            stack.worker_port,
+            stack,
+            lambda text: (
+                sample(text, "swe_stream_stage_records_in_total", stage="prefilter") == events
+            ),
+            timeout=60,
+        )
+
+        # the stage counters agree with the ledger the worker wrote to swe.ledger
+        entries: list[LedgerEntry] = []
+        deadline = time.monotonic() + 60
+        while len(entries) != sample(final := scrape(stack.worker_port), LEDGER_WRITES):
+            assert time.monotonic() < deadline, (len(entries), stack.logs())
+            time.sleep(1)
+            entries = asyncio.run(read_ledger(stack.bootstrap))
+    finally:
+        try:
+            prometheus.stop()
+        finally:
+            codes = stack.stop()
+        assert codes == dict.fromkeys(codes, 0), (codes, stack.logs())
+
     transitions = Counter((e.stage, e.status) for e in entries)
     for (stage, status), count in transitions.items():
-        written = sample(final, "swe_stream_ledger_writes_total", stage=stage, status=status)
+        written = sample(final, LEDGER_WRITES, stage=stage, status=status)
         assert written == count, (stage, status)
     for stage in {stage for stage, _ in transitions}:
         dropped = transitions[(stage, "rejected")] + transitions[(stage, "ignored")]
@@ -279,3 +407,7 @@ def test_prometheus_answers_every_dashboard_query_of_a_running_pipeline(
     assert transitions[("export", "exported")] == 1
     assert sample(final, "swe_stream_stage_records_out_total", stage="export") == 1
     assert sample(final, "swe_stream_harness_evaluations_total", status="unresolved") == 1
+
+
+async def count_records(bootstrap: str, topic: str) -> int:
+    return len([record async for record in read_topic_to_end(bootstrap, topic)])

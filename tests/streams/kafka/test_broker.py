@@ -13,6 +13,7 @@ import pytest
 
 from streams.kafka.broker import EmbeddedBroker, metadata_answers
 from tests.conftest import SWE_STREAM
+from tests.workers import start_broker_command
 
 pytestmark = pytest.mark.integration
 
@@ -51,19 +52,6 @@ def gone(pid: int, timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return False
-
-
-def start_broker_command(
-    stderr_path: Path | None = None,
-) -> tuple[subprocess.Popen[str], str, int]:
-    with open(stderr_path or os.devnull, "w") as stderr:  # the child keeps its own copy
-        process = subprocess.Popen(
-            [SWE_STREAM, "broker"], stdout=subprocess.PIPE, stderr=stderr, text=True
-        )
-    assert process.stdout is not None
-    bootstrap = process.stdout.readline().split("bootstrap: ")[1].strip()
-    pid = int(process.stdout.readline().split("broker pid: ")[1])
-    return process, bootstrap, pid
 
 
 # The command's own worst case: 0.5 s to notice the signal, 10 s for the broker to honour
