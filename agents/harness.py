@@ -16,6 +16,7 @@ from typing import Any
 from schemas import AgentSpec, ExportedTask, HarnessRequest, HarnessResult
 from schemas.harness import CommandResult, HarnessStatus, TaskEvaluation
 from schemas.workspace import task_dir_name
+from streams.core.errors import DOCKER, ServiceUnavailable
 from streams.core.settings import HarnessSettings
 from streams.evaluation.harness import HarnessEngine, HarnessOptions, safe_name
 from streams.evaluation.sandbox import Limits
@@ -72,6 +73,12 @@ class HarnessHandler:
         engine = HarnessEngine(self.validator, options, self.limits)
         task_dir = self.tasks_dir / task_dir_name(request.instance_id)
         evaluation = await asyncio.to_thread(engine.evaluate, task_dir)
+        if evaluation.status != "resolved" and not await asyncio.to_thread(
+            self.validator.engine_answers
+        ):  # a run the engine cut short grades nothing: wait for it, evaluate again
+            raise ServiceUnavailable(
+                f"the Docker engine does not answer ({evaluation.status})", service=DOCKER
+            )
         return Outcome.accept(
             harness_result(request, evaluation, self.pipeline_version), status=None
         )

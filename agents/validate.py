@@ -28,6 +28,7 @@ from typing import Protocol
 from agents.setup_agent import SETUP_REASONS, SetupAgent, SetupFailure
 from schemas import PatchSet, ValidatedTask
 from streams.core import metrics
+from streams.core.errors import DOCKER, ServiceUnavailable
 from streams.evaluation.recipes.memory import remembered_entry
 from streams.evaluation.validator import (
     ENVIRONMENT_REASONS,
@@ -94,8 +95,22 @@ class ValidateStage:
             try:
                 task = await self._validate_somewhere(patches, has_tests)
             except ValidationFailed as failed:  # the stage framework logs the one line
+                await self._engine_answers(failed)
                 return Outcome.reject(failed.reason, failed.detail or None)
+            except Exception as error:
+                await self._engine_answers(error)
+                raise
         return Outcome.accept(task)
+
+    async def _engine_answers(self, error: BaseException) -> None:
+        """Raise ``ServiceUnavailable`` when the Docker engine does not answer after
+        ``error``: what failed was the engine, not the task (a build cut off, a container
+        gone), and the stage waits for it instead of deciding."""
+        if not await asyncio.to_thread(self.validator.engine_answers):
+            raise ServiceUnavailable(
+                f"the Docker engine does not answer ({type(error).__name__}: {error})",
+                service=DOCKER,
+            ) from error
 
     async def _validate_somewhere(self, patches: PatchSet, has_tests: bool) -> ValidatedTask:
         """The task proven in the first environment where the tests run: the next recipe is

@@ -33,7 +33,7 @@ import orjson
 from pydantic import SecretStr
 
 from streams.core import metrics
-from streams.core.errors import DependencyError
+from streams.core.errors import GITHUB, DependencyError, ServiceUnavailable
 from streams.core.settings import GitHubSettings
 
 log = logging.getLogger("swe_stream.github")
@@ -71,6 +71,17 @@ class GitHubUnavailable(GitHubError):
     """5xx, timeouts or rate limits still failing after every allowed attempt."""
 
     reason = "unavailable"
+
+
+class GitHubUnreachable(GitHubUnavailable, ServiceUnavailable):
+    """Every attempt ended without an answer (connection refused, no route, connect timeout):
+    not a verdict on the request, the stage waits for GitHub."""
+
+    reason = "unreachable"
+
+    def __init__(self, message: str, *, endpoint: str):
+        GitHubUnavailable.__init__(self, message, endpoint=endpoint)
+        self.service = GITHUB
 
 
 @dataclass
@@ -396,6 +407,11 @@ class GitHubClient:
         if failures >= self.settings.max_attempts:
             if isinstance(exc, GitHubError):
                 raise exc
+            if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+                raise GitHubUnreachable(
+                    f"GET {url}: {type(exc).__name__} after {failures} attempts: {exc}",
+                    endpoint=endpoint,
+                ) from exc
             raise GitHubUnavailable(
                 f"GET {url}: {type(exc).__name__} after {failures} attempts: {exc}",
                 endpoint=endpoint,

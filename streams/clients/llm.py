@@ -29,7 +29,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from streams.core import metrics
-from streams.core.errors import DependencyError
+from streams.core.errors import LLM, DependencyError, ServiceUnavailable
 from streams.core.settings import LLMSettings
 
 log = logging.getLogger("swe_stream.llm")
@@ -43,6 +43,15 @@ class LLMError(DependencyError):
 
 class LLMRequestError(LLMError):
     """The endpoint refused the request (4xx other than 429), or kept failing (5xx, timeouts)."""
+
+
+class LLMUnreachable(LLMRequestError, ServiceUnavailable):
+    """Every attempt ended without an answer: the endpoint refuses connections or cannot be
+    reached. Not a verdict on the request: the stage waits for the endpoint."""
+
+    def __init__(self, message: str):
+        LLMRequestError.__init__(self, message)
+        self.service = LLM
 
 
 class LLMOutputError(LLMError):
@@ -278,14 +287,22 @@ class LLMClient:
         while True:
             try:
                 response = await self.http.post(self.url, content=orjson.dumps(body))
-            except httpx.TimeoutException as exc:
-                metrics.LLM_REQUESTS.labels(model=model, purpose=purpose, status="timeout").inc()
-                failures = await retry("timeout", f"timeout: {exc}")
-                continue
             # DecodingError: a body whose gzip is cut or corrupt, as a dropped connection leaves it
             except (httpx.TransportError, httpx.DecodingError) as exc:
-                metrics.LLM_REQUESTS.labels(model=model, purpose=purpose, status="error").inc()
-                failures = await retry("connection", f"{type(exc).__name__}: {exc}")
+                timeout = isinstance(exc, httpx.TimeoutException)
+                metrics.LLM_REQUESTS.labels(
+                    model=model, purpose=purpose, status="timeout" if timeout else "error"
+                ).inc()
+                try:
+                    if timeout:
+                        failures = await retry("timeout", f"timeout: {exc}")
+                    else:
+                        failures = await retry("connection", f"{type(exc).__name__}: {exc}")
+                except LLMRequestError as exhausted:
+                    # no attempt reached the endpoint at all: an outage, not an answer
+                    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+                        raise LLMUnreachable(str(exhausted)) from exc
+                    raise
                 continue
             status = response.status_code
             metrics.LLM_REQUESTS.labels(model=model, purpose=purpose, status=str(status)).inc()

@@ -4,7 +4,9 @@
 GitHub (404, exhausted retries), the LLM (a request or an output that stays wrong), git (no
 such commit, a clone that fails). The clients raise subclasses of it; the stage framework
 logs such a failure as one line (its message already explains it) where any other exception
-keeps its traceback, without knowing any client.
+keeps its traceback, without knowing any client. ``ServiceUnavailable`` is a service that
+does not answer at all (the Docker engine gone, GitHub or the LLM endpoint refusing
+connections): never a verdict, the stage waits for it.
 
 ``ExitCode`` and ``UserError`` are what the command line ends with: a problem the user can
 fix is one line on stderr and a distinct exit code, never a traceback.
@@ -17,6 +19,19 @@ from enum import IntEnum
 
 class DependencyError(Exception):
     """A dependency (GitHub, the LLM, git) refused or failed, with a message that says why."""
+
+
+DOCKER, LLM, GITHUB = "docker", "llm", "github"  # the services a stage may wait for
+
+
+class ServiceUnavailable(Exception):
+    """A service the pipeline runs on (``service``: ``docker``, ``llm``, ``github``) does not
+    answer at all. Not a verdict on the record: the stage framework pauses the stage, tries the
+    record again with backoff and resumes where it was once the service is back."""
+
+    def __init__(self, message: str = "", *, service: str = ""):
+        super().__init__(message)
+        self.service = service
 
 
 class ExitCode(IntEnum):

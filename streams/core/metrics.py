@@ -36,6 +36,27 @@ STAGE_RECORDS_FAILED = Counter(
     "Records a stage could not handle (schema or logic error)",
     ["stage", "error"],
 )
+SERVICE_UP = Gauge(
+    "swe_stream_service_up",
+    "1 while a service the stages run on answers, 0 during an outage (docker, llm, github); "
+    "absent until a stage first needed it to be down",
+    ["service"],
+)
+SERVICE_OUTAGES = Counter(
+    "swe_stream_service_outages_total",
+    "Outages of a service the stages run on: it stopped answering and the stages paused",
+    ["service"],
+)
+STAGE_OUTAGE_RETRIES = Counter(
+    "swe_stream_stage_outage_retries_total",
+    "Records a stage tried again because a service it needs did not answer (not a verdict)",
+    ["stage", "service"],
+)
+STAGE_PAUSED_SECONDS = Counter(
+    "swe_stream_stage_paused_seconds_total",
+    "Seconds a stage's records waited for a service that did not answer",
+    ["stage", "service"],
+)
 STAGE_RECORDS_SKIPPED = Counter(
     "swe_stream_stage_records_skipped_total",
     "Records a stage did no work on (e.g. the PR is final in the ledger), by reason",
@@ -179,7 +200,7 @@ TESTGEN_SUBMISSIONS = Counter(
 SETUP_AGENT_RUNS = Counter(
     "swe_stream_setup_agent_runs_total",
     "Environment-setup agent runs, by outcome (accepted, turn_limit, token_limit, time_limit, "
-    "error); their tokens and cost: swe_stream_llm_*{purpose=\"setup\"}",
+    'error); their tokens and cost: swe_stream_llm_*{purpose="setup"}',
     ["outcome"],
 )
 SETUP_AGENT_TURNS = Histogram(

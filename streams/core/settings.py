@@ -135,6 +135,15 @@ class WorkerSettings(Section):
         description="how often a partition whose offset commit is stuck behind records never "
         "acked is looked for; one unchanged for 3 checks in a row is read again",
     )
+    outage_backoff_seconds: float = Field(
+        1.0,
+        gt=0,
+        description="a stage whose service (the Docker engine, the LLM endpoint, GitHub) does "
+        "not answer waits this long before trying the record again; doubles per attempt",
+    )
+    outage_max_backoff_seconds: float = Field(
+        60.0, gt=0, description="the longest wait between two tries during an outage"
+    )
     data_dir: Path = Path("data")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["text", "json"] = Field(

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams.evaluation.sandbox import BUILDER_LABEL, owner_label, tar_files
+from streams.evaluation.sandbox import BUILDER_LABEL, owner_label, remove_now_or_later, tar_files
 
 log = logging.getLogger("swe_stream.environments")
 
@@ -131,10 +131,7 @@ class ImageBuild:
             changes = ['CMD ["/bin/bash"]', f'LABEL {BUILDER_LABEL}=""']
             return container.commit(repository, tag, changes=changes)
         finally:
-            try:
-                container.remove(force=True)
-            except Exception as error:  # the engine may already have removed it
-                log.warning("could not remove build container: %s", error)
+            remove_now_or_later(container, "build container")
 
     def _step(self, container: Any, number: int, step: str) -> None:
         plan = self.plan

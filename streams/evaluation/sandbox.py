@@ -25,6 +25,7 @@ import re
 import shlex
 import socket
 import tarfile
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor
@@ -252,14 +253,62 @@ def tar_files(files: Mapping[str, bytes | str], mode: int = 0o644, mtime: int = 
     return buffer.getvalue()
 
 
-def _remove_container(container: Any, keep: bool, read_only: bool) -> None:
+# containers whose removal failed while the engine did not answer (an outage): removed by the
+# next sandbox this process starts, once the engine is back; the orphan reaper only removes
+# the containers of processes that are gone
+_UNREMOVED: dict[str, Any] = {}
+_UNREMOVED_GUARD = threading.Lock()
+
+
+def remove_now_or_later(container: Any, what: str = "sandbox container") -> None:
+    """Remove ``container``; when the engine does not let it (gone, busy), remember it for
+    ``remove_unremoved``."""
+    import docker.errors
+
+    if _UNREMOVED:
+        remove_unremoved()
     try:
-        if keep and not read_only:
+        container.remove(force=True)
+    except docker.errors.NotFound:  # the engine already removed it
+        pass
+    except Exception as error:  # the engine went away, or was busy: try again later
+        log.warning("could not remove %s (tried again later): %s", what, error)
+        with _UNREMOVED_GUARD:
+            _UNREMOVED[str(container.id)] = container
+
+
+def _remove_container(container: Any, keep: bool, read_only: bool) -> None:
+    if not keep:
+        remove_now_or_later(container)
+        return
+    if not read_only:
+        try:
             container.stop(timeout=1)
-        elif not keep:
+        except Exception as error:  # the engine may already have removed it
+            log.warning("could not stop sandbox container: %s", error)
+
+
+def remove_unremoved() -> int:
+    """Remove the containers this process failed to remove earlier; returns how many went."""
+    import docker.errors
+
+    with _UNREMOVED_GUARD:
+        pending = dict(_UNREMOVED)
+    removed = 0
+    for container_id, container in pending.items():
+        try:
             container.remove(force=True)
-    except Exception as error:  # the engine may already have removed it
-        log.warning("could not remove sandbox container: %s", error)
+        except docker.errors.NotFound:
+            pass
+        except Exception as error:
+            log.debug("sandbox container %s still not removed: %s", container_id[:12], error)
+            continue
+        removed += 1
+        with _UNREMOVED_GUARD:
+            _UNREMOVED.pop(container_id, None)
+    if removed:
+        log.info("removed %d container(s) the engine would not remove earlier", removed)
+    return removed
 
 
 class Sandbox:
@@ -311,6 +360,8 @@ class Sandbox:
     def __enter__(self) -> Sandbox:
         if self.container is not None:  # started ahead of its use (the harness prepares them)
             return self
+        if _UNREMOVED:
+            remove_unremoved()
         options: dict[str, Any] = {}
         if self.read_only:
             size = f"rw,exec,nosuid,nodev,size={self.limits.writable_mb}m"
@@ -408,9 +459,7 @@ class Sandbox:
     def written_bytes(self) -> int:
         """What the container's commands wrote to its own layer, in bytes (the engine's
         ``SizeRw``; 0 when it cannot tell)."""
-        listed = self.client.api.containers(
-            all=True, filters={"id": self.container.id}, size=True
-        )
+        listed = self.client.api.containers(all=True, filters={"id": self.container.id}, size=True)
         return int(listed[0].get("SizeRw") or 0) if listed else 0
 
     def put_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:

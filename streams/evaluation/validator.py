@@ -287,6 +287,18 @@ class Validator:
                 log.warning("could not look for orphaned sandboxes and images: %s", error)
         return self._client
 
+    def engine_answers(self, timeout: float = 5.0) -> bool:
+        """Blocking: whether the Docker engine answers now (``/_ping`` within ``timeout``).
+        Asked after a failure, to tell an outage (no verdict: wait for the engine) from a
+        failure of the task itself."""
+        try:
+            api = self.client.api
+            # the client's own reads wait a day (DOCKER_READ_TIMEOUT_SECONDS): a short one here
+            return bool(api._result(api._get(api._url("/_ping"), timeout=timeout)) == "OK")
+        except Exception as error:  # refused, reset, timed out, or no client could be made
+            log.debug("the Docker engine does not answer: %s", error)
+            return False
+
     @property
     def limits(self) -> Limits:
         return Limits.from_settings(self.docker)
@@ -311,9 +323,7 @@ class Validator:
         recipes, facts = self.inferred(repo, base_commit, tree, created_at, override, images)
         if facts is None:
             raise ValidationFailed(UNSUPPORTED, "no install recipe recognises the repository")
-        remembered = self.remembered_recipes(
-            repo, base_commit, tree, created_at, override, images
-        )
+        remembered = self.remembered_recipes(repo, base_commit, tree, created_at, override, images)
         if not recipes and not remembered:
             raise ValidationFailed(
                 NO_PYTHON,

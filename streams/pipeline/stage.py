@@ -6,6 +6,7 @@ an ``Outcome``; ``StageRunner`` does the rest, identically for every stage:
       |                 +--logic--> Outcome --> outputs (output topic) + ledger transition
       |                 |
       +-- schema error  +-- exception  --> <input topic>.dlq (error + original bytes), counted
+                        +-- ServiceUnavailable --> wait (backoff), the same record again
 
 ``register_stage`` is the thin Faust wiring: one agent per stage, raw bytes in, so that a record
 that fails its schema reaches the DLQ instead of crashing the consumer.
@@ -23,10 +24,11 @@ from pydantic import ValidationError
 
 from schemas import Record
 from streams.core import metrics
-from streams.core.errors import DependencyError
+from streams.core.errors import DependencyError, ServiceUnavailable
 from streams.kafka.topics import TopicSpec
 from streams.pipeline.dlq import replay_attempt, send_to_dlq
 from streams.pipeline.ledger import Ledger, SinkLedgerStore
+from streams.pipeline.outages import OUTAGES, Outages
 from streams.pipeline.sinks import FaustSink, RecordSink
 
 log = logging.getLogger("swe_stream.stage")
@@ -95,8 +97,10 @@ class StageRunner(Generic[In]):
         sink: RecordSink,
         pipeline_version: int,
         ledger: Ledger | None = None,
+        outages: Outages = OUTAGES,
     ):
         self.stage = stage
+        self.outages = outages
         self.sink = sink
         self.pipeline_version = pipeline_version
         self.ledger = ledger or Ledger(SinkLedgerStore(sink), pipeline_version)
@@ -137,7 +141,7 @@ class StageRunner(Generic[In]):
                 metrics.STAGE_RECORDS_SKIPPED.labels(stage=stage, reason="already_final").inc()
                 return Outcome()
             try:
-                outcome = await self.stage.handle(record)  # type: ignore[arg-type]
+                outcome = await self._handle_through_outages(record)
             except Exception as exc:  # the stage's bug or a dependency's failure: keep going
                 # a service that answered with an error (404, exhausted retries, no such
                 # commit) is explained by its message: one line, not a traceback
@@ -155,6 +159,23 @@ class StageRunner(Generic[In]):
             metrics.STAGE_PROCESSING_SECONDS.labels(stage=stage).observe(
                 time.perf_counter() - started
             )
+
+    async def _handle_through_outages(self, record: Record) -> Outcome:
+        """The stage's outcome for ``record``, tried again (with backoff, for as long as it
+        takes) while a service it needs does not answer: an outage is not a verdict, and the
+        record's offset stays uncommitted meanwhile, so a restart resumes at it too."""
+        waited: set[str] = set()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                outcome = await self.stage.handle(record)  # type: ignore[arg-type]
+            except ServiceUnavailable as down:
+                waited.add(down.service)
+                await self.outages.wait(self.stage.name, down, attempt)
+                continue
+            self.outages.answered(self.stage.name, waited)
+            return outcome
 
     def _already_final(self, record: Record) -> bool:
         repo, number = getattr(record, "repo", None), getattr(record, "number", None)

@@ -26,6 +26,7 @@ from streams.evaluation.sandbox import remove_orphans_if_docker
 from streams.kafka.client import KafkaProfile, LagProbe
 from streams.kafka.commits import CommitStallWatch, repair_stalled_commits
 from streams.pipeline.ledger import Ledger, TableLedgerStore, ledger_table, raw_schema
+from streams.pipeline.outages import OUTAGES, Backoff
 from streams.pipeline.recipe_memory import RecipeBook
 from streams.pipeline.sinks import FaustSink
 from streams.pipeline.stage import Stage, register_stage
@@ -85,6 +86,9 @@ def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> f
         options["broker_session_timeout"] = profile.session_timeout_seconds
         options["broker_heartbeat_interval"] = profile.session_timeout_seconds / 4
     app = faust.App(settings.worker.app_id, **options)
+    OUTAGES.backoff = Backoff(
+        settings.worker.outage_backoff_seconds, settings.worker.outage_max_backoff_seconds
+    )
     partitions = settings.kafka.partitions
     ledger = Ledger(TableLedgerStore(ledger_table(app, partitions)), settings.pipeline_version)
 

@@ -486,6 +486,10 @@ class NoDocker:
     def environment(self, *args: Any) -> Any:
         raise AssertionError("the harness reached for Docker on a task it could not read")
 
+    def engine_answers(self) -> bool:
+        # asked after an evaluation that did not resolve (is it an outage?); builds nothing
+        return True
+
 
 def no_docker() -> Validator:
     return cast(Validator, NoDocker())

@@ -250,3 +250,25 @@ def test_next_page_url_and_pool_round_robin() -> None:
     pool.states[1].remaining, pool.states[1].reset_at = 0, 50.0
     assert pool.pick(now=20) == (None, 30.0)  # both resting: wait for the earliest reset
     assert pool.pick(now=60)[0] is pool.states[1]  # b's window has reset
+
+
+async def test_an_api_that_refuses_every_connection_is_an_outage_not_an_answer(
+    github_server: FakeGitHub,
+) -> None:
+    """Connection refused on every attempt: GitHubUnreachable, a ServiceUnavailable the stage
+    waits out (still a GitHubUnavailable for callers that knew that)."""
+    from streams.clients.github import GitHubUnreachable
+    from streams.core.errors import ServiceUnavailable
+    from streams.kafka.broker import free_port
+
+    github = GitHubClient(
+        settings_for(github_server, api_url=f"http://127.0.0.1:{free_port()}", max_attempts=2)
+    )
+    try:
+        with pytest.raises(GitHubUnreachable, match="ConnectError after 2 attempts") as refused:
+            await github.pull_request(REPO, 235)
+    finally:
+        await github.aclose()
+    assert isinstance(refused.value, ServiceUnavailable) and refused.value.service == "github"
+    assert isinstance(refused.value, GitHubUnavailable)
+    assert refused.value.reason == "unreachable"

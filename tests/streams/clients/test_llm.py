@@ -516,3 +516,33 @@ async def test_the_key_never_reaches_metrics_logs_or_errors(
     assert KEY not in caplog.text
     assert KEY not in str(caught.value)
     assert KEY not in repr(settings) and KEY not in str(settings.model_dump())
+
+
+async def test_an_endpoint_that_refuses_every_connection_is_an_outage_not_an_answer(
+    llm_server: FakeLLM,
+) -> None:
+    """Nobody listens: every attempt is refused. That is LLMUnreachable, a ServiceUnavailable
+    (the stage waits for the endpoint); a 500 that stays is still a request error."""
+    from streams.clients.llm import LLMUnreachable
+    from streams.core.errors import ServiceUnavailable
+    from streams.kafka.broker import free_port
+
+    closed = f"http://127.0.0.1:{free_port()}/v1"
+    llm = LLMClient(settings_for(llm_server, base_url=closed, max_attempts=2))
+    try:
+        with pytest.raises(LLMUnreachable, match="after 2 attempts") as refused:
+            await llm.call_tool(VERDICT, MESSAGES, purpose="t-refused")
+    finally:
+        await llm.aclose()
+    assert isinstance(refused.value, ServiceUnavailable) and refused.value.service == "llm"
+    assert isinstance(refused.value, LLMRequestError)  # what callers knew it as before
+
+    for _ in range(2):
+        llm_server.reply_status(500, body={"error": {"message": "upstream down"}})
+    answering = LLMClient(settings_for(llm_server, max_attempts=2))
+    try:
+        with pytest.raises(LLMRequestError, match="HTTP 500") as answered:
+            await answering.call_tool(VERDICT, MESSAGES, purpose="t-500-stays")
+    finally:
+        await answering.aclose()
+    assert not isinstance(answered.value, ServiceUnavailable)

@@ -161,3 +161,52 @@ async def test_records_stamped_at_or_after_until_are_skipped() -> None:
     ]
     skipped = counter(metrics.STAGE_RECORDS_SKIPPED, stage="shout", reason="after_until_time")
     assert skipped == before + 2
+
+
+async def test_an_outage_is_waited_out_and_never_a_verdict(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A service that does not answer (ServiceUnavailable) pauses the record: no dead letter,
+    no ledger entry, one WARNING for the outage and one INFO when it is back, waits that
+    grow; the record then ends with its true outcome."""
+    import dataclasses
+
+    from streams.core.errors import ServiceUnavailable
+    from streams.pipeline.outages import Backoff, Outages
+
+    down_for = {"tries": 3}
+
+    async def flaky(utterance: Utterance) -> Outcome:
+        if down_for["tries"] > 0:
+            down_for["tries"] -= 1
+            raise ServiceUnavailable("the Docker engine does not answer", service="docker")
+        return await SHOUT.handle(utterance)
+
+    waits: list[float] = []
+
+    async def no_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    outages = Outages(Backoff(first=1.0, longest=3.0), sleep=no_sleep)
+    sink = MemorySink()
+    runner = StageRunner(dataclasses.replace(SHOUT, handle=flaky), sink, 3, outages=outages)
+    retries = counter(metrics.STAGE_OUTAGE_RETRIES, stage="shout", service="docker")
+    began = counter(metrics.SERVICE_OUTAGES, service="docker")
+    with caplog.at_level("INFO", logger="swe_stream"):
+        outcome = await runner.process(b"octo/hello#12", utterance("hi", number=12), 0, 0)
+    assert outcome is not None and outcome.status == "accepted"
+    assert [Utterance.from_json(v).text for _, v in sink.on(SHOUTED.name)] == ["HI"]
+    assert sink.on(HEARD.dlq_name) == []
+    [(_, ledger)] = sink.on("swe.ledger")
+    assert LedgerEntry.from_json(ledger).status == "accepted"
+    # 1, 2, then capped at 3 (each jittered by up to a tenth)
+    assert [round(w) for w in waits] == [1, 2, 3] and all(w <= 3.3 for w in waits)
+    assert counter(metrics.STAGE_OUTAGE_RETRIES, stage="shout", service="docker") == retries + 3
+    assert counter(metrics.SERVICE_OUTAGES, service="docker") == began + 1  # one outage
+    assert metrics.SERVICE_UP.labels(service="docker")._value.get() == 1  # type: ignore[attr-defined]
+    said = [r.getMessage() for r in caplog.records if r.name == "swe_stream.outages"]
+    assert len(said) == 2, said
+    assert said[0].startswith("docker does not answer (the Docker engine does not answer)")
+    assert "shout pauses" in said[0] and "nothing is marked failed" in said[0]
+    assert said[1].startswith("docker is back after") and said[1].endswith("shout resumed")
+    assert outages.down() == {}
