@@ -1,6 +1,7 @@
 """Evaluation commands: ``harness`` (a coding agent on exported tasks, in Docker),
-``validate`` (exported tasks re-validated: the gold patch resolves, an empty patch does not)
-and ``images base`` (the offline base image)."""
+``validate`` (exported tasks re-validated: the gold patch resolves, an empty patch does not),
+``images base`` (the offline base image) and ``images instances`` (the env and instance
+images of exported tasks, built ahead of the harness)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Any, TextIO
 from schemas.harness import HarnessReport, TaskEvaluation
 from streams.cli.options import Commands, Parents
 from streams.core import metrics
+from streams.core.errors import ExitCode
 from streams.core.settings import Settings
 from streams.evaluation.harness import (
     RUN_LABEL,
@@ -27,6 +29,12 @@ from streams.evaluation.harness import (
     evaluate_predictions,
 )
 from streams.evaluation.images import PYTHON_SUITES, build_base_images, resolve_targets
+from streams.evaluation.prebuild import (
+    KEPT_LEVEL,
+    prepare_images,
+    read_task_sources,
+    summary_line,
+)
 from streams.evaluation.predictions import (
     Prediction,
     PredictionsError,
@@ -84,7 +92,45 @@ def register(commands: Commands, parents: Parents) -> None:
         help="build from Debian packages, offline (the only builder; where a registry is "
         "reachable, docker.base_image=python:3.12-slim needs no build at all)",
     )
-    images.set_defaults(handler=cmd_images)
+    base.set_defaults(handler=cmd_images)
+    _register_instances(images_actions, common)
+
+
+def _register_instances(
+    actions: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    instances = actions.add_parser(
+        "instances",
+        parents=[common],
+        help="build the env and instance images of exported tasks ahead of the harness",
+    )
+    instances.add_argument(
+        "-i",
+        "--input",
+        type=Path,
+        required=True,
+        help="a task directory, a directory of them, or a SWE-bench dataset file (JSONL)",
+    )
+    instances.add_argument(
+        "-j",
+        "--workers",
+        "--parallel",
+        dest="parallel",
+        type=int,
+        default=1,
+        help="tasks built at once (1)",
+    )
+    instances.add_argument(
+        "--force",
+        action="store_true",
+        help="remove the tasks' instance images and the env images they stand on, and build "
+        "them again",
+    )
+    instances.add_argument(
+        "--docker-image", help="base image of the environments (docker.base_image)"
+    )
+    instances.add_argument("--json", action="store_true", help="print the report as JSON")
+    instances.set_defaults(handler=cmd_images_instances)
 
 
 def _register_harness(commands: Commands, common: argparse.ArgumentParser) -> None:
@@ -368,6 +414,40 @@ def cmd_validate(args: argparse.Namespace, settings: Settings) -> int:
     valid = sum(1 for r in reports if r["valid"])
     print(f"{valid} valid, {len(reports) - valid} invalid", file=sys.stderr)
     return 0 if reports and valid == len(reports) else 1
+
+
+def cmd_images_instances(args: argparse.Namespace, settings: Settings) -> int:
+    if args.parallel < 1:
+        print("swe-stream images instances: -j must be 1 or more", file=sys.stderr)
+        return ExitCode.USAGE
+    try:
+        sources = read_task_sources(args.input)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"swe-stream images instances: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    if not sources:
+        print(f"swe-stream images instances: no tasks in {args.input}", file=sys.stderr)
+        return ExitCode.USAGE
+    if settings.docker.cache_level in ("base", "none"):
+        log.warning(
+            "images: a harness at cache level %s builds every task's own images: run it at "
+            "--cache-level env or instance to use these",
+            settings.docker.cache_level,
+        )
+    # every layer at its kept tag: the tags the harness looks for, which no task drops
+    settings.docker.cache_level = KEPT_LEVEL
+    show = None if args.json else (lambda result: print(result.line(), flush=True))
+    try:
+        results = prepare_images(
+            make_validator(settings), sources, args.parallel, args.force, on_done=show
+        )
+    except KeyboardInterrupt:
+        print("swe-stream images instances: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    if args.json:
+        print(json.dumps([result.as_dict() for result in results], indent=2))
+    print(summary_line(results), file=sys.stderr if args.json else sys.stdout)
+    return ExitCode.OK if all(result.ready for result in results) else ExitCode.FAILURE
 
 
 def cmd_images(args: argparse.Namespace, settings: Settings) -> int:

@@ -13,8 +13,10 @@ How to install and test a repository is an ``InstallRecipe``, inferred by
 ``streams.evaluation.recipes`` (or set by a per-repository override).
 ``docker.cache_level`` says which layers stay after a task (``instance`` keeps all, ``env``
 drops instance images, ``base`` drops env images too, ``none`` also the base when it was not
-built offline); tools images are always kept. Images are built by ``image_builds`` (steps run
-in a container that shares the host's package cache, then committed).
+built offline); tools images are always kept, and so are instance images built ahead of the
+tasks (``swe-stream images instances``): ``env`` reuses them too, and drops none of them.
+Images are built by ``image_builds`` (steps run in a container that shares the host's package
+cache, then committed).
 """
 
 from __future__ import annotations
@@ -266,6 +268,22 @@ class EnvironmentBuilder:
         except docker.errors.ImageNotFound:
             return None
 
+    def _prebuilt(self, instance_id: str, key: str) -> BuiltImage | None:
+        """The kept instance image of a task, when one was built ahead of it (``swe-stream
+        images instances``) on this env image: reused by a build whose cache level drops the
+        instance layer, and left in place after its task, as SWE-bench keeps the images that
+        were there before its run (None: there is none, or the build is ``fresh``). The env
+        layer has no such lookup: where it is dropped (``base``, ``none``) each task builds
+        its own, and an instance image on it is its own too."""
+        if self.fresh:
+            return None
+        tag = self._layer_tag(INSTANCE_REPOSITORY, instance_id, key, None)
+        existing = self._existing(tag)
+        if existing is None:
+            return None
+        metrics.IMAGES.labels(layer="instance", result="reused").inc()
+        return BuiltImage(tag, existing.id, False, 0.0)
+
     def _build(
         self, plan: BuildPlan, owner: str | None, archives: list[tuple[str, bytes]] | None = None
     ) -> BuiltImage:
@@ -363,7 +381,11 @@ class EnvironmentBuilder:
         steps = [GIT_BASE, *recipe.install_commands, *recipe.pre_test_commands, GIT_IGNORE_BUILT]
         digest.update(json.dumps(steps).encode())
         owner = self._owner("instance")
-        tag = self._layer_tag(INSTANCE_REPOSITORY, instance_id, digest.hexdigest()[:12], owner)
+        key = digest.hexdigest()[:12]
+        prebuilt = self._prebuilt(instance_id, key) if owner else None
+        if prebuilt is not None:
+            return prebuilt
+        tag = self._layer_tag(INSTANCE_REPOSITORY, instance_id, key, owner)
         plan = BuildPlan(layer="instance", tag=tag, parent=env.tag, steps=steps, workdir=TESTBED)
         return self._build(plan, owner, [(TESTBED, tree.tar_bytes)])
 
@@ -374,13 +396,40 @@ class EnvironmentBuilder:
         layers = {"instance": instance, "env": env}
         for layer in DROPPED_LAYERS.get(self.cache_level, ()):
             image = layers[layer]
-            # an exploration environment stands on the tools layer itself: always kept
-            if image is None or image.tag.startswith(TOOLS_REPOSITORY):
+            # an exploration environment stands on the tools layer itself: always kept; an
+            # image this build did not make (a pre-built one it reused) is not its to drop
+            if image is None or not image.built or image.tag.startswith(TOOLS_REPOSITORY):
                 continue
             try:
                 self.client.images.remove(image.tag, force=True)
             except docker.errors.APIError as exc:
                 log.warning("could not remove %s: %s", image.tag, exc)
+
+
+def kept_tags(client: Any, instance_id: str) -> list[str]:
+    """The kept (shared) tags on the engine of ``instance_id``'s instance images, whatever tree
+    or recipe they were built of, then those of the env images they stand on; never a
+    build's own (dropped) tag."""
+    import docker.errors
+
+    # a kept tag ends in its key: 12 hex digits (instance), 16 (env); a build's own tag
+    # ends in its owner
+    prefix = EnvironmentBuilder._layer_tag(INSTANCE_REPOSITORY, instance_id, "0" * 12, None)
+    instance = re.compile(re.escape(prefix[:-12]) + "[0-9a-f]{12}")
+    env = re.compile(re.escape(ENV_REPOSITORY) + ":.*-[0-9a-f]{16}")
+    instances: list[str] = []
+    envs: list[str] = []
+    for image in client.images.list(name=INSTANCE_REPOSITORY):
+        tags = [tag for tag in image.tags if instance.fullmatch(tag)]
+        if not tags:
+            continue
+        instances += tags
+        try:
+            parent = client.images.get(client.images.get(image.id).attrs.get("Parent") or "")
+        except (docker.errors.ImageNotFound, docker.errors.NullResource):
+            continue
+        envs += [tag for tag in parent.tags if env.fullmatch(tag) and tag not in envs]
+    return instances + envs
 
 
 def _image_path(image: Any) -> str:
