@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from streams.cli.options import Commands, Parents, StopSignals, cluster
+from streams.core.errors import UsageError
 from streams.core.settings import Settings
 from streams.kafka.broker import EmbeddedBroker, kafka_bootstrap
 from streams.kafka.client import TopicAdmin, format_configs
@@ -44,10 +45,11 @@ def register(commands: Commands, parents: Parents) -> None:
     topic_actions = topics.add_subparsers(dest="action", required=True, metavar="ACTION")
     for name, text in (
         ("create", "create every catalog topic that is missing (idempotent)"),
-        ("list", "list the catalog's topics and whether the cluster has them"),
-        ("describe", "partitions, key, value model and configs of each topic"),
+        ("list", "list the catalog's topics and whether the cluster (--bootstrap) has them"),
+        ("describe", "partitions, key, value model and configs of each topic on the cluster"),
     ):
-        action = topic_actions.add_parser(name, parents=[common, kafka], help=text)
+        to_cluster = kafka if name == "create" else parents.named_kafka
+        action = topic_actions.add_parser(name, parents=[common, to_cluster], help=text)
         action.add_argument("--partitions", type=int, help="PR-level partition count")
         action.add_argument("names", nargs="*", help="only these topics (default: all)")
     topics.set_defaults(handler=cmd_topics)
@@ -60,7 +62,7 @@ def register(commands: Commands, parents: Parents) -> None:
         ("show", "start, end, committed offset and lag per partition"),
         ("reset", "move the group (refused while it has live members)"),
     ):
-        action = offsets_actions.add_parser(name, parents=[common, kafka], help=text)
+        action = offsets_actions.add_parser(name, parents=[common, parents.named_kafka], help=text)
         action.add_argument("--group", required=True, help="consumer group, e.g. swe-stream-v1")
         action.add_argument("--topic", required=True, help="topic, e.g. pr.enriched")
         if name == "reset":
@@ -108,8 +110,16 @@ def cmd_topics(args: argparse.Namespace, settings: Settings) -> int:
     specs = [t for t in ALL_TOPICS if not args.names or t.name in args.names]
     unknown = set(args.names) - {t.name for t in specs}
     if unknown:
-        print(f"swe-stream: unknown topics: {', '.join(sorted(unknown))}", file=sys.stderr)
-        return 2
+        raise UsageError(
+            f"unknown topics: {', '.join(sorted(unknown))}",
+            'give names of the topic catalog (README, "Topics"), or none for all',
+        )
+    if args.action != "create" and not settings.kafka.bootstrap:
+        raise UsageError(
+            f"{args.action} looks at a Kafka cluster, and none is named",
+            "name it with --bootstrap HOST:PORT (or SWE_STREAM_KAFKA_BOOTSTRAP): a fresh "
+            "embedded broker would report every topic missing",
+        )
     with kafka_bootstrap(settings.kafka.bootstrap, settings.kafka.embedded_port) as (
         bootstrap,
         embedded,
@@ -154,8 +164,6 @@ async def _topics(action: str, bootstrap: str, settings: Settings, specs: list[A
 
 def cmd_offsets(args: argparse.Namespace, settings: Settings) -> int:
     bootstrap = cluster("offsets", settings)
-    if bootstrap is None:
-        return 2
 
     async def act() -> list[Any]:
         if args.action == "show":

@@ -8,7 +8,8 @@ modules (each declares its options beside its handlers) and runs the chosen hand
     demo      demo
 
 Every command that needs Kafka takes ``--bootstrap`` (or ``SWE_STREAM_KAFKA_BOOTSTRAP``);
-without one it starts the embedded broker for as long as the command runs.
+without one, the commands that can (ingest, worker, mine, run, topics create) start the embedded
+broker for as long as they run, and those that look at what a cluster holds refuse.
 
 Exit codes: ``streams.core.errors.ExitCode`` (README "Exit codes").
 """

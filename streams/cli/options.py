@@ -38,12 +38,14 @@ class Parents:
     """Parent parsers whose options several commands take."""
 
     common: argparse.ArgumentParser  # --config, --log-level, --log-format, --verbose, --quiet, ...
-    kafka: argparse.ArgumentParser  # --bootstrap
+    kafka: argparse.ArgumentParser  # --bootstrap (default: the embedded broker)
     hours: argparse.ArgumentParser  # mine and run: which GH Archive hours
+    # --bootstrap, required: commands that look at what a cluster already holds
+    named_kafka: argparse.ArgumentParser
 
 
 def make_parents() -> Parents:
-    return Parents(_common(), _kafka(), _hours())
+    return Parents(_common(), _kafka(), _hours(), _named_kafka())
 
 
 def _common() -> argparse.ArgumentParser:
@@ -80,6 +82,17 @@ def _kafka() -> argparse.ArgumentParser:
         "--bootstrap",
         metavar="HOST:PORT",
         help="Kafka cluster (or SWE_STREAM_KAFKA_BOOTSTRAP); default: start the embedded broker",
+    )
+    return kafka
+
+
+def _named_kafka() -> argparse.ArgumentParser:
+    kafka = argparse.ArgumentParser(add_help=False)
+    kafka.add_argument(
+        "--bootstrap",
+        metavar="HOST:PORT",
+        help="Kafka cluster (or SWE_STREAM_KAFKA_BOOTSTRAP); required: an embedded broker "
+        "started for this command would hold nothing",
     )
     return kafka
 
@@ -170,16 +183,15 @@ def live(args: argparse.Namespace) -> bool:
     return interactive() and not getattr(args, "no_live", False)
 
 
-def cluster(command: str, settings: Settings) -> str | None:
-    """The named Kafka cluster, or None after saying why a command needs one."""
+def cluster(command: str, settings: Settings) -> str:
+    """The named Kafka cluster; a ``UsageError`` (exit code 2) when there is none."""
     if settings.kafka.bootstrap:
         return settings.kafka.bootstrap
-    print(
-        f"swe-stream {command}: name the cluster with --bootstrap HOST:PORT (or "
-        "SWE_STREAM_KAFKA_BOOTSTRAP): the embedded broker keeps nothing once its command exits",
-        file=sys.stderr,
+    raise UsageError(
+        f"{command} needs a Kafka cluster, and none is named",
+        "name it with --bootstrap HOST:PORT (or SWE_STREAM_KAFKA_BOOTSTRAP): an embedded broker "
+        "started for this command would hold nothing",
     )
-    return None
 
 
 class StopSignals:
@@ -221,7 +233,8 @@ class StopSignals:
 
 # ---- before a command starts: the problems knowable up front, as one line each ----
 
-# commands that start the embedded broker when no cluster is named
+# commands that start the embedded broker when no cluster is named (`topics`: create only;
+# list and describe of a fresh broker would say nothing of any cluster)
 EMBEDDED_COMMANDS = frozenset({"topics", "ingest", "worker", "mine", "run"})
 # commands that serve /metrics on worker.metrics_port
 METRICS_COMMANDS = frozenset({"mine", "run", "worker", "replay"})
@@ -240,7 +253,14 @@ def preflight(args: argparse.Namespace, settings: Settings) -> None:
         check_port_free(getattr(args, "metrics_port", None) or 0)
     ledger_file = args.command == "ledger" and getattr(args, "file", None)  # no Kafka then
     if hasattr(args, "bootstrap") and settings.kafka.bootstrap and not ledger_file:
-        check_cluster(settings.kafka.bootstrap, args.command in EMBEDDED_COMMANDS)
+        check_cluster(settings.kafka.bootstrap, embedded_possible(args))
+
+
+def embedded_possible(args: argparse.Namespace) -> bool:
+    """Whether the command runs on the embedded broker when no cluster is named."""
+    if args.command == "topics":
+        return getattr(args, "action", None) == "create"
+    return args.command in EMBEDDED_COMMANDS
 
 
 def _check_hours(args: argparse.Namespace, settings: Settings) -> None:
@@ -331,7 +351,7 @@ def explain(exc: BaseException, args: argparse.Namespace, settings: Settings) ->
         where = settings.kafka.bootstrap or "the embedded broker"
         return ClusterUnreachable(
             f"cannot reach the Kafka cluster at {where}: {one_line(str(exc))}",
-            cluster_fix(args.command in EMBEDDED_COMMANDS),
+            cluster_fix(embedded_possible(args)),
         )
     if isinstance(exc, BrokerError):  # the embedded broker did not start: keep its log tail
         return UserError(str(exc), code=ExitCode.FAILURE)

@@ -55,13 +55,7 @@ def register(commands: Commands, parents: Parents) -> None:
             "letter replayed; letters replayed before are skipped unless --again",
         ),
     ):
-        action = dlq_actions.add_parser(name, parents=[common], help=text)
-        action.add_argument(
-            "--bootstrap",
-            metavar="HOST:PORT",
-            help="the Kafka cluster holding the DLQ (or SWE_STREAM_KAFKA_BOOTSTRAP); required: "
-            "no embedded broker is started, it would hold no dead letters",
-        )
+        action = dlq_actions.add_parser(name, parents=[common, parents.named_kafka], help=text)
         action.add_argument("--topic", required=True, help="the DLQ topic, e.g. pr.enriched.dlq")
         action.add_argument(
             "--stage", action="append", default=[], help="only letters of this stage (repeatable)"

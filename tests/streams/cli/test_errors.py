@@ -84,6 +84,39 @@ def test_the_cluster_named_by_the_environment_is_checked_too() -> None:
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("action", ["list", "describe"])
+def test_topics_list_without_a_cluster_is_one_line_and_exit_2(action: str) -> None:
+    """A fresh embedded broker would report every topic missing: refused, before any starts."""
+    result = run(["topics", action])
+    line = one_line(result, ExitCode.USAGE, "--bootstrap HOST:PORT", "SWE_STREAM_KAFKA_BOOTSTRAP")
+    assert line.startswith(f"swe-stream topics: {action} looks at a Kafka cluster"), line
+    assert "embedded broker on" not in result.stdout + result.stderr  # none was started
+    shown = run(["topics", action, "--help"]).stdout
+    assert "required" in shown and "default: start the embedded broker" not in shown, shown
+    # a named cluster that does not answer: no advice to leave --bootstrap out
+    unreachable = run(["topics", action, "--bootstrap", UNREACHABLE])
+    line = one_line(unreachable, ExitCode.CLUSTER_UNREACHABLE, UNREACHABLE)
+    assert "embedded broker" not in line, line
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["offsets", "show", "--group", "g", "--topic", "pr.enriched"],
+        ["replay", "--from-topic", "pr.enriched", "--pipeline-version", "2"],
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_commands_on_what_a_cluster_holds_refuse_without_one(argv: list[str]) -> None:
+    result = run(argv)
+    line = one_line(result, ExitCode.USAGE, "--bootstrap HOST:PORT", "SWE_STREAM_KAFKA_BOOTSTRAP")
+    assert line.startswith(f"swe-stream {argv[0]}: {argv[0]} needs a Kafka cluster"), line
+    shown = run([*argv[:2], "--help"] if argv[0] == "offsets" else [argv[0], "--help"]).stdout
+    assert "required" in shown and "default: start the embedded broker" not in shown, shown
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("action", ["show", "replay"])
 def test_dlq_without_a_cluster_is_one_line_and_exit_2(action: str) -> None:
     result = run(["dlq", action, "--topic", "pr.enriched.dlq"])
