@@ -29,6 +29,7 @@ from agents.ingest_scan import HourScanner, Inflated, ScanOutput, ScanProblem, q
 from schemas import HourLedgerEntry, IngestDeadLetter
 from streams.clients.gharchive import DownloadError, GHArchiveClient, HourNotPublished, HourSource
 from streams.core import metrics
+from streams.core.progress import PROGRESS
 from streams.core.settings import GHArchiveSettings
 from streams.kafka.client import read_topic_to_end
 from streams.kafka.publisher import BatchPublisher
@@ -243,10 +244,12 @@ class Ingestor:
         async def work() -> None:
             while (item := await queue.get()) is not None:
                 ticket, source = item
+                PROGRESS.hour_started(source.name)  # the live view's hours in flight
                 try:
                     report = await self.ingest_hour(source, order, ticket)
                 finally:
                     order.finish(ticket)
+                    PROGRESS.hour_finished(source.name)
                 reports.append(report)
                 self.progress.hour_finished(report)
 

@@ -1,7 +1,9 @@
-"""What the corpus benchmarks share: where the corpus is, and a validator over its remotes."""
+"""What the corpus benchmarks share: where the corpus is, a validator over its remotes, and
+how they show their progress."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -25,3 +27,12 @@ def corpus_validator(
         ValidateSettings(),
         1,
     )
+
+
+def show_progress() -> None:
+    """Log warnings and the progress lines (image builds with their step and elapsed time,
+    tasks done and the ETA), which say without a terminal what the live view draws on one."""
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("swe_stream.progress").setLevel(logging.INFO)

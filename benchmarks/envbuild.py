@@ -38,7 +38,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus_engine import DEFAULT_CORPUS, corpus_validator
+from benchmarks.corpus_engine import DEFAULT_CORPUS, corpus_validator, show_progress
 from streams.core.settings import DockerSettings
 from streams.evaluation.environments import (
     ENV_DIR,
@@ -49,6 +49,7 @@ from streams.evaluation.environments import (
 )
 from streams.evaluation.validator import Validator, docker_from_env
 from streams.offline.corpus import CorpusError, load_corpus
+from streams.runtime.live import LiveView
 
 DEFAULT_REPOS = "itsdangerous,tenacity,pyjwt,marshmallow,arrow"
 TARGET = 3.0
@@ -113,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--repos", default=DEFAULT_REPOS, help=f"comma-separated ({DEFAULT_REPOS})")
     args = parser.parse_args(argv)
+    show_progress()
     try:
         corpus = load_corpus(args.corpus, args.repos.split(","))
     except CorpusError as exc:
@@ -125,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     validator = corpus_validator(corpus, work, client, docker)
     recipes = recipes_of(corpus, validator)
     builder = EnvironmentBuilder(client, docker.base_image, "base", package_cache=volume)
+    # the images being built (step, elapsed): drawn on a terminal, else progress lines
+    view = LiveView(sys.stderr.isatty(), "benchmarks.envbuild").start()
     started = time.monotonic()
     for base in sorted({r.base_image or docker.base_image for _, r in recipes}):
         builder.tools_image(base)
@@ -157,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
     finally:
+        view.stop()
         client.volumes.get(volume).remove(force=True)
     if not cold:
         print(f"env build speed-up: not measured (target >= {TARGET}): NOT MET")

@@ -20,7 +20,9 @@ outside the test runs and the agent, ratio), then
 where X is the median over the tasks of (harness wall time less the agent's own run) / one run:
 the agent's time is the agent's, what is left is the harness's (a gold-patch agent takes a
 tenth of a second). Needs Docker and the base
-images; mining needs the corpus remotes (see ``benchmarks.yield``).
+images; mining needs the corpus remotes (see ``benchmarks.yield``). While it runs, the images
+being built (step, elapsed) and the tasks done with their ETA are shown: a live view on a
+terminal, progress lines otherwise.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus_engine import DEFAULT_CORPUS, corpus_validator
+from benchmarks.corpus_engine import DEFAULT_CORPUS, corpus_validator, show_progress
+from streams.core.progress import PROGRESS
 from streams.core.settings import DockerSettings, load_settings
 from streams.evaluation.harness import HarnessEngine, HarnessOptions, task_checks
 from streams.evaluation.sandbox import Limits
@@ -49,6 +52,7 @@ from streams.evaluation.validator import (
     test_command,
 )
 from streams.offline.corpus import CorpusError, load_corpus
+from streams.runtime.live import LiveView
 
 DEFAULT_REPOS = "marko,arrow,dateutil"
 TARGET = 2.5
@@ -95,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="at most this many tasks (0: all)")
     parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new one)")
     args = parser.parse_args(argv)
+    show_progress()
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="swe-stream-harness-"))).absolute()
     try:
         tasks_dir = args.tasks or mined_tasks(args.corpus, args.repos, workdir)
@@ -124,7 +129,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     engine = HarnessEngine(validator, options, Limits.from_settings(docker))
     print(f"{'task':44} {'tests':>6} {'run s':>7} {'harness s':>9} {'other s':>7} {'ratio':>6}")
-    ratios = []
+    with LiveView(sys.stderr.isatty(), "benchmarks.harness"):
+        ratios = measure(task_dirs, validator, engine, agent)
+    if not ratios:
+        print(f"harness wall / test run: not measured (target <= {TARGET}): NOT MET")
+        return 0
+    ratio = statistics.median(ratios)
+    print(f"\ntasks: {len(ratios)}; ratios from {min(ratios):.2f} to {max(ratios):.2f}")
+    verdict = "MET" if ratio <= TARGET else "NOT MET"
+    print(f"harness wall / test run: {ratio:.2f} (target <= {TARGET}): {verdict}")
+    return 0
+
+
+def measure(
+    task_dirs: list[Path], validator: Validator, engine: HarnessEngine, agent: Path
+) -> list[float]:
+    """Each task's ratio (harness wall less the agent / one run), a row printed per task."""
+    ratios: list[float] = []
+    PROGRESS.tasks_planned(len(task_dirs))
     for task_dir in task_dirs:
         task = load_workspace(task_dir / WORKSPACE)
         (agent / f"{task.id}.patch").write_text(task.patch, encoding="utf-8")
@@ -136,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         result = engine.evaluate(task_dir)
         wall = time.monotonic() - started
+        PROGRESS.task_done(result.status, task.id)
         # containers, patches, the image lookups: all but the two test runs and the agent
         other = wall - sum(r.seconds for r in result.test_runs) - result.agent_duration_secs
         if result.status != "resolved":
@@ -148,14 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{ratios[-1]:6.2f}",
             flush=True,
         )
-    if not ratios:
-        print(f"harness wall / test run: not measured (target <= {TARGET}): NOT MET")
-        return 0
-    ratio = statistics.median(ratios)
-    print(f"\ntasks: {len(ratios)}; ratios from {min(ratios):.2f} to {max(ratios):.2f}")
-    verdict = "MET" if ratio <= TARGET else "NOT MET"
-    print(f"harness wall / test run: {ratio:.2f} (target <= {TARGET}): {verdict}")
-    return 0
+    return ratios
 
 
 if __name__ == "__main__":

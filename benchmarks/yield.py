@@ -34,6 +34,11 @@ first), and each prints its validated PRs per hour: over the validation window (
 extracted to last PR validated; the pipeline's start and end are the same at any concurrency)
 and over the whole run; last, the ratio of the last value's rate to the first's.
 
+While it mines, the run shows what ``mine`` has in flight (the funnel, the images being built
+with their step and elapsed time): on a terminal, ``mine``'s live view; otherwise its progress
+lines (funnel, hours, image builds), echoed as they come; ``<workdir>/mine.log`` keeps its
+whole output.
+
 The rows are also written as JSON (``--json``, default ``<workdir>/yield.json``). A benchmark,
 not a test: the whole corpus takes about 7 minutes at the default concurrency on two cores.
 Always exits 0 unless the run itself broke (no Docker, no corpus).
@@ -273,16 +278,38 @@ def mine_corpus(
         command = [
             SWE_STREAM, "mine", "--once", "--bootstrap", broker.bootstrap,
             "--source", str(world.hour_file), "-o", str(workdir / "tasks"),
-            "--metrics-port", "0", "--no-live",
+            "--metrics-port", "0",
         ]  # fmt: skip
-        with open(workdir / "mine.log", "wb") as log:
-            done = subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-        if done.returncode != 0:
-            print(f"mine exited {done.returncode}; see {workdir / 'mine.log'}", file=sys.stderr)
+        code = run_mine(command, env, workdir / "mine.log")
+        if code != 0:
+            print(f"mine exited {code}; see {workdir / 'mine.log'}", file=sys.stderr)
         rows = asyncio.run(collect(broker.bootstrap, corpus))
         if agent_script is not None:
             print(f"scripted agent: answered {scripted.requests} requests", flush=True)
     return rows, time.monotonic() - started
+
+
+# mine's lines worth seeing while it runs: the funnel, the hours, the image builds, the tasks
+PROGRESS_LINE = re.compile(rb" swe_stream\.(progress|supervise|ingest): ")
+
+
+def run_mine(command: list[str], env: dict[str, str], log_path: Path) -> int:
+    """Run ``swe-stream mine``, its output in ``log_path``; its exit code. On a terminal it
+    draws its live view there (and logs only to it); otherwise its progress lines are echoed
+    here as they come."""
+    with open(log_path, "wb") as log:
+        if sys.stderr.isatty():
+            return subprocess.run(command, env=env, stdout=log).returncode
+        with subprocess.Popen(
+            [*command, "--no-live"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        ) as mine:
+            assert mine.stdout is not None
+            for line in mine.stdout:
+                log.write(line)
+                if PROGRESS_LINE.search(line):
+                    sys.stdout.write(line.decode("utf-8", errors="replace"))
+                    sys.stdout.flush()
+        return mine.returncode
 
 
 def validation_window(rows: list[Row]) -> float | None:

@@ -29,6 +29,7 @@ from streams.evaluation.taskdir import WORKSPACE, load_workspace
 from streams.evaluation.validator import validate_task_dirs
 from streams.kafka.broker import kafka_bootstrap
 from streams.offline.world import offline_world
+from streams.runtime.live import LiveView
 from streams.runtime.runner import RunPlan, run_pipeline
 from streams.runtime.topology import make_validator
 
@@ -68,6 +69,11 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     if problem:
         print(f"swe-stream demo: {problem}", file=sys.stderr)
         return 1
+    live = interactive() and not args.no_live
+    if live:  # offline on purpose: no token, no LLM key, nothing to warn about on one screen
+        logging.getLogger("swe_stream.topology").setLevel(logging.ERROR)
+    # one view for the whole demo (the pipeline, the re-validation, the harness), one screen
+    view = LiveView(live)
     world_root = Path(tempfile.mkdtemp(prefix="world-", dir=workdir))
     try:
         with offline_world(world_root, args.hour_file) as world:
@@ -93,20 +99,24 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
                 },
             )
             print(
-                f"demo: GH Archive hour {world.hour} (+ the merge of {world.pull_request.repo.repo}"
-                f"#{world.pull_request.number}) served at {world.gharchive_url}; GitHub API at "
-                f"{world.github_url}; tasks to {output}",
+                f"demo: hour {world.hour} + {world.pull_request.repo.repo}"
+                f"#{world.pull_request.number}, served offline",
                 flush=True,
             )
             plan = RunPlan(
                 selection=HourSelection(first=world.hour),
                 once=True,
                 ledger_log=output / ".swe-stream" / "ledger.jsonl",
-                live=interactive() and not args.no_live,
+                live=live,
+            )
+            view.start()
+            log.info(
+                "demo: GH Archive at %s, GitHub API at %s", world.gharchive_url, world.github_url
             )
             with kafka_bootstrap(None, settings.kafka.embedded_port) as (bootstrap, embedded):
                 summary = asyncio.run(run_pipeline(demo, bootstrap, embedded, plan))
-            print("\n".join(summary.lines(output)), flush=True)
+            lines = summary.brief_lines(output) if live else summary.lines(output)
+            print("\n".join(lines), flush=True)
             print("demo: re-validating the exported tasks (gold patch, then an empty patch)")
             reports = validate_task_dirs(output, make_validator(demo))
             demo_task = (
@@ -115,6 +125,7 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
             )
             harness = run_demo_harness(demo, demo_task, workdir) if demo_task.is_dir() else {}
     finally:
+        view.stop()
         shutil.rmtree(world_root, ignore_errors=True)
     for report in reports:
         verdict = "valid" if report["valid"] else f"INVALID ({report['reason']})"
@@ -135,7 +146,7 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_demo_harness(settings: Settings, task_dir: Path, workdir: Path) -> dict[str, HarnessReport]:
     """The harness on the demo task: an agent that applies the gold patch, one that does
-    nothing; each one's JSON summary printed."""
+    nothing; a line of each one's counts printed (its JSON report is in its summary.json)."""
 
     gold = workdir / "agents" / "gold"
     gold.mkdir(parents=True, exist_ok=True)
@@ -154,7 +165,13 @@ def run_demo_harness(settings: Settings, task_dir: Path, workdir: Path) -> dict[
             make_validator(settings), options, Limits.from_settings(settings.docker)
         )
         report = asyncio.run(evaluate_all(engine, [task_dir]))
-        print(f"demo: harness with the {name} agent ({command}):")
-        print(report.model_dump_json(indent=2), flush=True)
+        summary = workdir / "harness" / name / "summary.json"
+        summary.parent.mkdir(parents=True, exist_ok=True)
+        summary.write_text(report.model_dump_json(indent=2), encoding="utf-8")
+        print(
+            f"demo: {name} agent: resolved {report.resolved} of {report.total}; report in "
+            f"{summary.parent.relative_to(workdir)}/",
+            flush=True,
+        )
         reports[name] = report
     return reports

@@ -12,12 +12,11 @@ import logging
 import os
 import re
 import sys
-from collections import Counter
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from schemas.harness import HarnessReport, TaskEvaluation
-from streams.cli.options import Commands, Parents
+from schemas.harness import HarnessReport
+from streams.cli.options import Commands, Parents, live
 from streams.core import metrics
 from streams.core.errors import ExitCode
 from streams.core.settings import Settings
@@ -45,6 +44,7 @@ from streams.evaluation.predictions import (
 from streams.evaluation.sandbox import Limits, remove_labelled
 from streams.evaluation.taskdir import WORKSPACE, find_task_dirs, load_workspace
 from streams.evaluation.validator import docker_from_env, validate_task_dirs
+from streams.runtime.live import LiveView
 from streams.runtime.topology import make_validator
 
 log = logging.getLogger("swe_stream.cli")
@@ -58,6 +58,7 @@ def register(commands: Commands, parents: Parents) -> None:
     )
     validate.add_argument("-i", "--input", type=Path, required=True, help="task directory or dirs")
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
+    validate.add_argument("--no-live", action="store_true", help="log lines, no live view")
     validate.set_defaults(handler=cmd_validate)
 
     images = commands.add_parser("images", parents=[common], help="Docker images for validation")
@@ -222,6 +223,7 @@ def _register_harness(commands: Commands, common: argparse.ArgumentParser) -> No
         "and summary report",
     )
     harness.add_argument("--json", action="store_true", help="print the report as JSON")
+    harness.add_argument("--no-live", action="store_true", help="log lines, no live view")
     harness.add_argument(
         "--metrics-port", type=int, default=0, help="serve /metrics on this port (0 = off)"
     )
@@ -265,12 +267,12 @@ def cmd_harness(args: argparse.Namespace, settings: Settings) -> int:
 
     metrics.serve_metrics(args.metrics_port)
     engine = HarnessEngine(make_validator(settings), options, Limits.from_settings(settings.docker))
-    total = len(predictions) if predictions else len(tasks)
-    progress = HarnessProgress(total, enabled=sys.stderr.isatty() and not args.json)
+    # images being built, tasks done / total and the ETA: drawn on a terminal, else log lines
+    view = LiveView(live(args) and not args.json, "swe-stream harness").start()
     if predictions:
-        run = evaluate_predictions(engine, by_id, predictions, args.parallel, progress.advance)
+        run = evaluate_predictions(engine, by_id, predictions, args.parallel)
     else:
-        run = evaluate_all(engine, tasks, args.parallel, progress.advance)
+        run = evaluate_all(engine, tasks, args.parallel)
     try:
         report = asyncio.run(run)
     except KeyboardInterrupt:
@@ -281,7 +283,7 @@ def cmd_harness(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 130
     finally:
-        progress.close()
+        view.stop()
     _write_report(report, args.output, args.json)
     model = predictions[0].model_name_or_path if predictions else options.model
     summary = args.output / summary_name(model, options.evaluation_run_id)
@@ -369,39 +371,10 @@ def _write_report(report: HarnessReport, output: Path, as_json: bool) -> None:
         )
 
 
-class HarnessProgress:
-    """A rich bar of evaluations done, with the statuses so far."""
-
-    def __init__(self, total: int, enabled: bool):
-        self.statuses: Counter[str] = Counter()
-        self._bar: Any = None
-        if enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-            self._bar = Progress(
-                TextColumn("harness"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.description}"),
-            )
-            self._task = self._bar.add_task("", total=total)
-            self._bar.start()
-
-    def advance(self, result: TaskEvaluation) -> None:
-        self.statuses[result.status] += 1
-        if self._bar is not None:
-            text = " ".join(f"{s}={n}" for s, n in sorted(self.statuses.items()))
-            self._bar.update(self._task, advance=1, description=text)
-        else:
-            log.info("harness: %s %s", result.task_id, result.status)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
-
 def cmd_validate(args: argparse.Namespace, settings: Settings) -> int:
-    reports = validate_task_dirs(args.input, make_validator(settings))
+    # the images being built, on a terminal
+    with LiveView(live(args) and not args.json, "swe-stream validate"):
+        reports = validate_task_dirs(args.input, make_validator(settings))
     if args.json:
         print(json.dumps(reports, indent=2))
     else:

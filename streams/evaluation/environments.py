@@ -306,7 +306,8 @@ class EnvironmentBuilder:
         seconds = time.monotonic() - started
         metrics.IMAGES.labels(layer=plan.layer, result="built").inc()
         metrics.IMAGE_BUILD_SECONDS.labels(layer=plan.layer).observe(seconds)
-        log.info("built %s image %s in %.1f s", plan.layer, plan.tag, seconds)
+        # the progress registry logged the build (``image built: ...``); this adds the wait
+        log.debug("built %s image %s in %.1f s", plan.layer, plan.tag, seconds)
         return BuiltImage(plan.tag, image.id, True, seconds)
 
     def tools_image(self, base_image: str) -> BuiltImage:

@@ -52,6 +52,7 @@ from schemas.harness import CommandResult, HarnessReport, HarnessStatus, TaskEva
 from schemas.tasks import TestStatus
 from schemas.workspace import TaskWorkspace
 from streams.core import metrics
+from streams.core.progress import PROGRESS
 from streams.evaluation.grading import Run
 from streams.evaluation.predictions import (
     LOG_DIR,
@@ -836,10 +837,12 @@ async def _evaluate_jobs(
     on_done: Callable[[TaskEvaluation], None] | None,
 ) -> list[Evaluated]:
     semaphore = asyncio.Semaphore(max(1, parallel))
+    PROGRESS.tasks_planned(len(jobs))  # tasks done / total and the ETA, live or in lines
 
     async def one(task_dir: Path | None, prediction: Prediction | None) -> Evaluated:
         async with semaphore:
             evaluated = await asyncio.to_thread(engine.evaluate_instance, task_dir, prediction)
+        PROGRESS.task_done(evaluated.result.status, evaluated.result.task_id)
         if on_done is not None:
             on_done(evaluated.result)
         return evaluated

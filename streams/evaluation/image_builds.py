@@ -7,8 +7,10 @@ Not a Dockerfile build, for three reasons:
   repository's next environment, or another repository needing the same wheels, downloads
   nothing again. The classic builder mounts nothing, and BuildKit's cache mounts are not
   reachable through the engine API the Docker SDK speaks;
-* **progress**: each step's output is read while it runs, so a long install logs which layer,
-  which step and how long it has been running, instead of nothing for a minute;
+* **progress**: each step's output is read while it runs and reported to the process's
+  progress registry (``streams.core.progress``: layer, tag, step, elapsed time), which the
+  live view draws and which logs a line when a build starts, ends, and every few seconds of a
+  long one, instead of nothing for a minute;
 * **one layer per image** and no build cache: the classic builder's cache probe lists the
   parent's children and reads each, and a child another process removes in between fails the
   build (``unable to find image "sha256:..."``); here nothing but the tag is ever reused.
@@ -26,12 +28,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from streams.core.progress import PROGRESS
 from streams.evaluation.sandbox import BUILDER_LABEL, owner_label, remove_now_or_later, tar_files
 
 log = logging.getLogger("swe_stream.environments")
 
 PACKAGE_CACHE_MOUNT = "/var/cache/swe-stream"  # where a build sees the host's package cache
-PROGRESS_EVERY_SECONDS = 15.0
 TAIL_CHARS = 3000
 
 
@@ -99,9 +101,21 @@ class ImageBuild:
         self.package_cache = package_cache
         self.step_timeout = step_timeout
         self.records: list[StepRecord] = []
+        self._progress_id = 0  # this build in the progress registry
 
     def run(self, archives: Iterable[tuple[str, bytes]] = ()) -> Any:
         """Build the image (``archives``: tars extracted at a directory before the steps)."""
+        plan = self.plan
+        self._progress_id = PROGRESS.build_started(plan.layer, plan.tag, len(plan.steps))
+        built = False
+        try:
+            image = self._run(archives)
+            built = True
+            return image
+        finally:
+            PROGRESS.build_finished(self._progress_id, ok=built)
+
+    def _run(self, archives: Iterable[tuple[str, bytes]]) -> Any:
         plan = self.plan
         container = self.client.containers.create(
             plan.parent,
@@ -136,8 +150,11 @@ class ImageBuild:
     def _step(self, container: Any, number: int, step: str) -> None:
         plan = self.plan
         started = time.monotonic()
-        log.info("%s image %s: step %d/%d: %s", plan.layer, plan.tag, number, len(plan.steps), step)
-        code, output = self._exec(container, step, progress=(number, len(plan.steps)))
+        log.debug(
+            "%s image %s: step %d/%d: %s", plan.layer, plan.tag, number, len(plan.steps), step
+        )
+        PROGRESS.build_step(self._progress_id, number, step)
+        code, output = self._exec(container, step, progress=True)
         seconds = time.monotonic() - started
         self.records.append(StepRecord(step, seconds, output[-TAIL_CHARS:]))
         if code != 0:
@@ -152,11 +169,12 @@ class ImageBuild:
         self,
         container: Any,
         command: str,
-        progress: tuple[int, int] | None = None,
+        progress: bool = False,
         quiet: bool = False,
     ) -> tuple[int, str]:
         """Run ``command`` (bash, killed at the step timeout) with the cache variables; its
-        exit code and the tail of its output, read as it comes (progress logged)."""
+        exit code and the tail of its output, read as it comes (with ``progress``, its last
+        line reported to the progress registry)."""
         api = self.client.api
         timed = f"timeout -s KILL {self.step_timeout:.0f} bash -c {shlex.quote(command)}"
         exec_id = api.exec_create(
@@ -165,21 +183,12 @@ class ImageBuild:
             environment=cache_variables(self.package_cache),
             workdir=self.plan.workdir,
         )["Id"]
-        started = last_shown = time.monotonic()
         tail = ""
         for chunk in api.exec_start(exec_id, stream=True):
-            tail = (tail + chunk.decode("utf-8", errors="replace"))[-4 * TAIL_CHARS :]
-            now = time.monotonic()
-            if progress and not quiet and now - last_shown >= PROGRESS_EVERY_SECONDS:
-                last_shown = now
-                lines = [line for line in tail.splitlines() if line.strip()]
-                log.info(
-                    "%s image %s: step %d/%d running for %.0f s: %s",
-                    self.plan.layer,
-                    self.plan.tag,
-                    *progress,
-                    now - started,
-                    lines[-1][:200] if lines else "",
-                )
+            text = chunk.decode("utf-8", errors="replace")
+            tail = (tail + text)[-4 * TAIL_CHARS :]
+            if progress and not quiet and text.strip():
+                lines = [line for line in tail[-1000:].splitlines() if line.strip()]
+                PROGRESS.build_output(self._progress_id, lines[-1] if lines else "")
         code = api.exec_inspect(exec_id).get("ExitCode")
         return (code if isinstance(code, int) else -1), tail

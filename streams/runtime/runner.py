@@ -86,6 +86,14 @@ class RunSummary:
         out.append("this run, per stage (in / out / rejected / failed / skipped as final):")
         return out + outcome_lines(self.counts, self.funnel, self.exported, output_dir)
 
+    def brief_lines(self, output_dir: Path) -> list[str]:
+        """Why it stopped, and how many tasks it exported: the summary beside a live view,
+        whose funnel holds the per-stage counts."""
+        return [
+            f"stopped: {self.stopped_because} after {self.seconds:.1f} s",
+            f"tasks exported: {len(self.exported)} (to {output_dir})",
+        ]
+
 
 async def run_pipeline(
     settings: Settings, bootstrap: str, embedded: bool, plan: RunPlan

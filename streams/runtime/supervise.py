@@ -1,7 +1,7 @@
 """The one supervise loop of every in-process run (``mine``, ``run``, ``demo``, ``replay``).
 
     signals -> app.start -> wait for partitions -> started() (mine: the ingest task)
-      -> every 0.5 s: this run's counts -> live table / a log line every 10 s
+      -> every 0.5 s: this run's counts -> live view / a log line every 10 s
            -> stop when the app crashed, a signal came, ``stop_when`` names a reason,
               or ``settled_when`` names one on two polls in a row
       -> stopping() -> app.stop -> signal handlers restored
@@ -25,9 +25,11 @@ from typing import Any
 from prometheus_client import REGISTRY
 
 from schemas import ExportedTask
+from streams.core.progress import PROGRESS
 from streams.kafka.topics import PULL_REQUEST_EVENTS
 from streams.pipeline.ledger import Funnel
 from streams.pipeline.stage import Stage
+from streams.runtime.live import LiveView
 from streams.runtime.topology import STAGE_ORDER
 
 log = logging.getLogger("swe_stream.supervise")
@@ -114,37 +116,19 @@ class StageCounters:
 
 
 class LiveFunnel:
-    """A rich table of the per-stage counts, redrawn in place (stderr)."""
+    """The run's per-stage counts, given to the progress registry at every poll, and the live
+    view (``streams.runtime.live``: funnel, hours, image builds, tasks) on stderr while the
+    run lasts, when ``enabled``."""
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
-        self._live: Any = None
-        if enabled:
-            from rich.console import Console
-            from rich.live import Live
-
-            self._live = Live(console=Console(stderr=True), refresh_per_second=2, transient=False)
-            self._live.start()
+        self._view = LiveView(enabled).start()
 
     def update(self, counts: dict[str, dict[str, int]], published: int, exported: int) -> None:
-        if self._live is None:
-            return
-        from rich.table import Table
-
-        table = Table(title=f"swe-stream: {published} PR events in, {exported} tasks exported")
-        for column in ("stage", "in", "out", "rejected", "failed", "skipped", "pending"):
-            table.add_column(column, justify="left" if column == "stage" else "right")
-        for stage, c in counts.items():
-            table.add_row(
-                stage,
-                *(str(c[k]) for k in ("in", "out", "rejected", "failed", "skipped")),
-                str(c["in"] - c["done"]),
-            )
-        self._live.update(table)
+        PROGRESS.set_funnel(counts, published, exported)
 
     def close(self) -> None:
-        if self._live is not None:
-            self._live.stop()
+        self._view.stop()
 
 
 async def joined(app: Any, timeout: float) -> None:

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from streams.evaluation import image_builds
+from streams.core import progress
+from streams.core.progress import PROGRESS
 from streams.evaluation.environments import (
     EnvironmentBuilder,
     InstallRecipe,
@@ -346,19 +347,34 @@ def test_a_build_shows_its_layer_step_and_time_while_it_runs(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(image_builds, "PROGRESS_EVERY_SECONDS", 0.5)
-    caplog.set_level(logging.INFO, logger="swe_stream.environments")
+    """The build reports to the progress registry (what the live view draws) and, through it,
+    logs its start, a step line every few seconds of a long step, and its end."""
+    monkeypatch.setattr(progress, "STEP_LINE_SECONDS", 0.5)
+    caplog.set_level(logging.INFO, logger="swe_stream.progress")
+    seen: list[progress.BuildState] = []
+    report = PROGRESS.build_output
+
+    def spy(build_id: int, line: str) -> None:  # what a view reads while the build runs
+        report(build_id, line)
+        seen.extend(PROGRESS.snapshot().builds)
+
+    monkeypatch.setattr(PROGRESS, "build_output", spy)
     slow = "for i in 1 2 3 4; do echo resolving part $i; sleep 0.5; done"
     recipe = InstallRecipe("python", env_commands=("true", slow))
     builder = EnvironmentBuilder(docker_client, base_image, "base", package_cache="")
     env = builder.env_image(f"swe-stream-test/progress-{process_tag()}", recipe)
     try:
-        messages = [r.getMessage() for r in caplog.records]
-        assert any(m.endswith(f": step 2/2: {slow}") for m in messages), messages
-        running = [m for m in messages if "step 2/2 running for" in m]
-        assert running and all(m.startswith(f"env image {env.tag}:") for m in running)
-        assert any("resolving part" in m for m in running)
-        assert any(m.startswith(f"built env image {env.tag} in ") for m in messages)
+        messages = [r.getMessage() for r in caplog.records if r.name == "swe_stream.progress"]
+        assert f"image build started: env {env.tag} (2 steps)" in messages, messages
+        running = [m for m in messages if m.startswith(f"image build: env {env.tag} step 2/2 ")]
+        assert running and any("resolving part" in m for m in running), messages
+        assert any(m.startswith(f"image built: env {env.tag} in ") for m in messages)
+        ours = [b for b in seen if b.tag == env.tag]
+        assert ours and {(b.layer, b.step, b.steps, b.command) for b in ours} == {
+            ("env", 2, 2, slow)
+        }
+        assert ours[-1].output == "resolving part 4"
+        assert env.tag not in {b.tag for b in PROGRESS.snapshot().builds}  # over: gone
     finally:
         builder.release(env, None)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -218,6 +219,16 @@ def test_the_cli_runs_tasks_in_parallel_and_prints_swe_forges_json(
     assert {"command", "exit_code", "passed", "duration_ms"} <= set(command)
     assert len(find_task_dirs(tmp_path / "out")) == 0  # results, not tasks
     assert (tmp_path / "out" / f"{TASK}-a" / "report.json").is_file()
+    # not a terminal: the live view's plain lines, tasks done / total with the ETA, and builds
+    done_lines = re.findall(
+        r"harness: (\d)/4 tasks done \(resolved \d\)(, ETA [^:]+)?:", done.stderr
+    )
+    assert [int(n) for n, _ in done_lines] == [1, 2, 3, 4], done.stderr[-3000:]
+    assert all(eta for n, eta in done_lines if n != "4") and not done_lines[-1][1]
+    assert (
+        "image build started: instance " in done.stderr and "image built: instance " in done.stderr
+    )
+    assert "\x1b[" not in done.stderr
 
 
 def test_evaluate_all_reports_each_task_once(

@@ -158,20 +158,29 @@ def test_mine_once_exports_the_one_real_task_and_a_second_run_nothing_new(
 def test_a_demo_of_the_whole_pipeline_runs_offline(tmp_path: Path, base_image: str) -> None:
     env = {k: v for k, v in worker_env().items() if k != "OPENROUTER_API_KEY"}
     env["SWE_STREAM_WORKER_METRICS_PORT"] = "0"
-    done = swe_stream(env, "demo", "--workdir", str(tmp_path / "demo"), "--no-live")
+    # no terminal here: no live view, its plain lines instead
+    done = swe_stream(env, "demo", "--workdir", str(tmp_path / "demo"))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"  {TASK}: valid; gold patch resolves: True, empty patch resolves: False" in done.stdout
     assert "demo: harness: gold-patch agent resolved, do-nothing agent unresolved" in done.stdout
-    assert f"demo: done: task {TASK}" in done.stdout
+    assert done.stdout.splitlines()[-1].startswith(f"demo: done: task {TASK}")
+    assert "demo: gold agent: resolved 1 of 1" in done.stdout
+    assert "demo: nothing agent: resolved 0 of 1" in done.stdout
     summaries = [
-        json.loads(block.split("\n}\n")[0] + "\n}")
-        for block in done.stdout.split("agent (")[1:]
-        for block in [block[block.index("{") :]]
+        json.loads((tmp_path / "demo" / "harness" / agent / "summary.json").read_text())
+        for agent in ("gold", "nothing")
     ]
     assert [(s["total"], s["resolved"], s["unresolved"]) for s in summaries] == [
         (1, 1, 0),
         (1, 0, 1),
     ]
+    # the live view's plain lines: each image build's start and end, the tasks done, the funnel
+    started = re.findall(r"image build started: instance (\S+) \(4 steps\)", done.stderr)
+    built = re.findall(r"image built: instance (\S+) in \d+\.\d s", done.stderr)
+    assert started and started == built, done.stderr[-3000:]
+    assert "harness: 2/2 tasks done (resolved 1, unresolved 1)" in done.stderr
+    assert "funnel: prefilter in=" in done.stderr
+    assert "\x1b[" not in done.stdout + done.stderr  # no terminal codes: no rich drawing
     assert (tmp_path / "demo" / "tasks" / TASK / "workspace.yaml").is_file()
     assert not [p for p in (tmp_path / "demo").iterdir() if p.name.startswith("world-")]
     assert os.path.exists(tmp_path / "demo" / "tasks" / "dataset.jsonl")
