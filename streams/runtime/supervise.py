@@ -2,6 +2,7 @@
 
     signals -> app.start -> wait for partitions -> started() (mine: the ingest task)
       -> every 0.5 s: this run's counts -> live view / a log line every 10 s
+           -> no change for a minute with records pending: one WARNING saying what it waits for
            -> stop when the app crashed, a signal came, ``stop_when`` names a reason,
               or ``settled_when`` names one on two polls in a row
       -> stopping() -> app.stop -> signal handlers restored
@@ -30,6 +31,7 @@ from streams.kafka.topics import PULL_REQUEST_EVENTS
 from streams.pipeline.ledger import Funnel
 from streams.pipeline.stage import Stage
 from streams.runtime.live import LiveView
+from streams.runtime.stalls import StallWatch
 from streams.runtime.topology import STAGE_ORDER
 
 log = logging.getLogger("swe_stream.supervise")
@@ -166,6 +168,7 @@ class Session:
     started: Callable[[], None] = lambda: None  # once the group has assigned partitions
     stopping: Callable[[], Awaitable[None]] | None = None  # before the app stops
     join_timeout_seconds: float = 120.0
+    stalls: StallWatch = field(default_factory=StallWatch)  # says what a stopped run waits for
 
 
 async def supervise(session: Session) -> tuple[str, Counts]:
@@ -201,6 +204,7 @@ async def supervise(session: Session) -> tuple[str, Counts]:
                 if line != last_line:  # a line only when something moved
                     last_report, last_line = time.monotonic(), line
                     log.info("%s", line)
+            session.stalls.observe(app, counts, counters.pending())
             if app.crashed:
                 reason = f"the stream processor crashed: {app.crash_reason!r}"
                 break

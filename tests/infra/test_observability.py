@@ -87,7 +87,9 @@ def test_promtool_accepts_the_config_and_the_rules() -> None:
     )
     assert config.returncode == 0, config.stdout + config.stderr
     rules = subprocess.run([promtool, "check", "rules", str(RULES)], capture_output=True, text=True)
-    assert rules.returncode == 0 and f"SUCCESS: {len(rule_queries())} rules found" in rules.stdout, rules.stderr
+    assert (
+        rules.returncode == 0 and f"SUCCESS: {len(rule_queries())} rules found" in rules.stdout
+    ), rules.stderr
     assert len(DASHBOARDS) >= 1 and len(dashboard_queries()) >= 20
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -273,3 +274,44 @@ async def test_the_funnel_line_is_logged_only_when_it_changed(
         )
     funnel = [r.getMessage() for r in caplog.records if r.getMessage().startswith("funnel:")]
     assert [line.split("in=")[1].split()[0] for line in funnel] == ["1", "2", "3"]
+
+
+@pytest.mark.unit
+def test_a_stalled_run_says_once_what_it_waits_for(caplog: pytest.LogCaptureFixture) -> None:
+    """Pending records and counts that do not move: one WARNING naming a table recovery that
+    has not ended (and where it stands), the partitions owned; none while counts move or
+    nothing is pending, and again only after the run moved and stalled anew."""
+    from collections import namedtuple
+    from types import SimpleNamespace
+
+    from streams.runtime.stalls import StallWatch
+
+    tp = namedtuple("TP", "topic partition")("swe.ledger", 2)
+    recovery = SimpleNamespace(
+        in_recovery=True,
+        active_stats=lambda: {tp: SimpleNamespace(offset=4, highwater=9)},
+        active_remaining_total=lambda: 5,
+    )
+    app = FakeApp()
+    app.started = True
+    app.tables = SimpleNamespace(recovery=recovery)  # type: ignore[attr-defined]
+    watch = StallWatch(seconds=0.05)
+    frozen = {"validate": counts(1)}
+    with caplog.at_level("WARNING", logger="swe_stream.supervise"):
+        assert not watch.observe(app, frozen, pending=1)  # the first sight of these counts
+        assert not watch.observe(app, frozen, pending=0)  # nothing pending: no stall
+        assert not watch.observe(app, frozen, pending=1)
+        time.sleep(0.06)
+        assert watch.observe(app, frozen, pending=1)  # stalled
+        time.sleep(0.06)
+        assert not watch.observe(app, frozen, pending=1)  # said once
+        assert not watch.observe(app, {"validate": counts(2)}, pending=1)  # it moved
+        time.sleep(0.06)
+        recovery.in_recovery = False
+        assert watch.observe(app, {"validate": counts(2)}, pending=1)  # a new stall
+    said = [r.getMessage() for r in caplog.records if r.name == "swe_stream.supervise"]
+    assert len(said) == 2, said
+    assert said[0].startswith("no progress for 0 s with 1 record(s) pending: ")
+    assert "table recovery in progress, 5 changelog records to read" in said[0]
+    assert "swe.ledger[2]': '4/9'" in said[0] and "1 partition(s) assigned" in said[0]
+    assert "table recovery done" in said[1]
