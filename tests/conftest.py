@@ -70,6 +70,18 @@ def base_image(docker_client: Any) -> str:
     return BASE_IMAGE
 
 
+@pytest.fixture
+def demo_world(tmp_path: Path, fixtures_dir: Path, base_image: str) -> Iterator[Any]:
+    """The offline world (``streams.offline.world``): the fixture hour plus the demo
+    repository's pull request, served on 127.0.0.1 for as long as the test runs."""
+    from streams.offline.world import offline_world
+
+    with offline_world(
+        tmp_path / "world", fixtures_dir / "gharchive" / "2015-01-01-0.json.gz"
+    ) as world:
+        yield world
+
+
 @pytest.fixture(scope="session")
 def enriched_235(fixtures_dir: Path) -> Any:
     """sigmavirus24/github3.py#235 as enrich makes it from the decoded recordings."""

@@ -50,6 +50,13 @@ from streams.runtime.topology import make_validator
 log = logging.getLogger("swe_stream.cli")
 
 
+
+def add_parallel(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``-j/--workers/--parallel N``, as SWE-bench's harness spells it."""
+    parser.add_argument(
+        "-j", "--workers", "--parallel", dest="parallel", type=int, default=1, help=help_text
+    )
+
 def register(commands: Commands, parents: Parents) -> None:
     common = parents.common
     _register_harness(commands, common)
@@ -112,15 +119,7 @@ def _register_instances(
         required=True,
         help="a task directory, a directory of them, or a SWE-bench dataset file (JSONL)",
     )
-    instances.add_argument(
-        "-j",
-        "--workers",
-        "--parallel",
-        dest="parallel",
-        type=int,
-        default=1,
-        help="tasks built at once (1)",
-    )
+    add_parallel(instances, "tasks built at once (1)")
     instances.add_argument(
         "--force",
         action="store_true",
@@ -190,15 +189,7 @@ def _register_harness(commands: Commands, common: argparse.ArgumentParser) -> No
     harness.add_argument(
         "--docker-image", help="base image of the environments (docker.base_image)"
     )
-    harness.add_argument(
-        "-j",
-        "--workers",
-        "--parallel",
-        dest="parallel",
-        type=int,
-        default=1,
-        help="tasks evaluated at once (1)",
-    )
+    add_parallel(harness, "tasks evaluated at once (1)")
     harness.add_argument(
         "--keep-containers",
         action="store_true",

@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from streams.offline.world import OfflineWorld, offline_world
+from streams.offline.world import OfflineWorld
 from tests.conftest import REPO_ROOT, SWE_STREAM
 from tests.fakes.docker_proxy import DockerSocketProxy
 from tests.workers import TASK, env_for
@@ -26,14 +25,6 @@ from tests.workers import TASK, env_for
 pytestmark = pytest.mark.docker
 
 TESTS = "tests/test_temperature.py::"
-
-
-@pytest.fixture
-def world(tmp_path: Path, fixtures_dir: Path, base_image: str) -> Iterator[OfflineWorld]:
-    with offline_world(
-        tmp_path / "world", fixtures_dir / "gharchive" / "2015-01-01-0.json.gz"
-    ) as w:
-        yield w
 
 
 def wait_for_line(log: Path, text: str, process: subprocess.Popen[bytes], timeout: float) -> None:
@@ -45,8 +36,9 @@ def wait_for_line(log: Path, text: str, process: subprocess.Popen[bytes], timeou
 
 
 def test_validation_waits_for_the_engine_and_ends_with_the_true_result(
-    world: OfflineWorld, tmp_path: Path
+    demo_world: OfflineWorld, tmp_path: Path
 ) -> None:
+    world = demo_world
     proxy = DockerSocketProxy(tmp_path / "docker.sock")
     out, log = tmp_path / "out", tmp_path / "mine.log"
     env = env_for(world, tmp_path / "data") | {
