@@ -18,7 +18,7 @@ final, so a re-read costs little.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,3 +101,59 @@ async def repair_stalled_commits(consumer: Any, watch: CommitStallWatch) -> dict
         await consumer.seek(tp, offset)
         metrics.COMMIT_STALLS_REPAIRED.labels(topic=tp.topic).inc()
     return stalled
+
+
+# -- partitions without a committed offset ------------------------------------------------------
+#
+# While a rebalance's table recovery runs, the consumer already fetches the new stream
+# partitions into its buffer, which Faust empties before the streams resume; it then seeks
+# each partition to its committed offset. A partition with none (a new group, or a partition
+# whose last owner died before its first commit) or with 0 (a replay's fresh group) is not
+# sought at all (aiokafka seeks only to an offset above 0), so it resumes after what was
+# buffered and dropped: those records are never processed. Seen with three workers when one
+# was killed before its first commit (three PRs never validated) and, once, in a replay from
+# offset 0 that never started. Records that did reach a stream before the seek (Faust's read
+# offset) are not sent again: the seek goes right after them.
+
+
+def unsought_partitions(
+    assigned: Iterable[Any],
+    committed: Mapping[Any, int | None],
+    delivered: Mapping[Any, int | None],
+    streams: Collection[str],
+) -> dict[Any, int]:
+    """The assigned partitions of ``streams`` (topic names) that a seek to the committed offset
+    leaves where they are (no committed offset, or 0), and where to seek each: right after the
+    last record delivered to a stream (``delivered``; it was or is being processed), or to the
+    start when none was."""
+    unsought = sorted(
+        (tp for tp in assigned if tp.topic in streams and not committed.get(tp)),
+        key=lambda tp: (tp.topic, tp.partition),
+    )
+    targets = {}
+    for tp in unsought:
+        last = delivered.get(tp)
+        targets[tp] = 0 if last is None else last + 1
+    return targets
+
+
+def seek_uncommitted_to_start(consumer: Any, streams: Collection[str]) -> None:
+    """Make ``consumer.perform_seek`` (Faust's seek after a recovery) also seek the stream
+    partitions it would leave alone: to their start, as ``auto_offset_reset=earliest`` means
+    for a partition nothing was committed on, or right after what was already delivered."""
+    original = consumer.perform_seek
+
+    async def perform_seek() -> None:
+        # what streams got of each partition in this assignment (Faust resets it in the seek)
+        delivered = dict(consumer._read_offset)
+        await original()
+        # Faust's own record of the committed offsets it just read (0 is kept as None)
+        targets = unsought_partitions(
+            consumer.assignment(), consumer._committed_offset, delivered, streams
+        )
+        for tp, offset in targets.items():
+            await consumer.seek(tp, offset)  # below the log start: aiokafka resets to earliest
+        if targets:
+            log.debug("partitions with nothing committed read from: %s", targets)
+
+    consumer.perform_seek = perform_seek

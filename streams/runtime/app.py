@@ -24,7 +24,11 @@ from streams.core import metrics
 from streams.core.settings import Settings
 from streams.evaluation.sandbox import remove_orphans_if_docker
 from streams.kafka.client import KafkaProfile, LagProbe
-from streams.kafka.commits import CommitStallWatch, repair_stalled_commits
+from streams.kafka.commits import (
+    CommitStallWatch,
+    repair_stalled_commits,
+    seek_uncommitted_to_start,
+)
 from streams.pipeline.ledger import Ledger, TableLedgerStore, ledger_table, raw_schema
 from streams.pipeline.outages import OUTAGES, Backoff
 from streams.pipeline.recipe_memory import RecipeBook
@@ -76,6 +80,11 @@ def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> f
         "topic_partitions": settings.kafka.partitions,
         "topic_replication_factor": settings.kafka.replication_factor,
         "consumer_auto_offset_reset": "earliest",
+        # The tables live in memory (nothing persisted): the check compares the offsets this
+        # process read in an earlier assignment with a highwater a broker may report behind
+        # them for a moment (seen on the embedded broker with three workers rebalancing),
+        # and a mismatch crashed the worker (ConsistencyError) where recovery just goes on
+        "recovery_consistency_check": False,
         "producer_acks": -1,
         # a stage may wait out a GitHub rate-limit reset (up to an hour) inside one record
         "broker_max_poll_interval": settings.github.max_rate_limit_wait_seconds + 300,
@@ -106,8 +115,12 @@ def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> f
         )
 
     recipes = RecipeBook(recipe_table(settings), FaustSink(app))
+    sources = set()
     for stage in stages(settings, StageResources(ledger, table, recipes)):
         register_stage(app, stage, ledger)
+        sources.add(stage.source.name)
+    # after a rebalance, a stage's partition with nothing committed is read from its start
+    seek_uncommitted_to_start(app.consumer, sources)
     register_recipe_memory(app, recipes, bootstrap, settings.validation.recipe_refresh_seconds)
 
     register_maintenance(app, settings, bootstrap)

@@ -22,8 +22,6 @@ import json
 import os
 import random
 import shutil
-import signal
-import socket
 import subprocess
 import time
 from collections import Counter
@@ -33,54 +31,30 @@ from pathlib import Path
 
 import pytest
 
-from agents.ingest_scan import HourScanner
-from schemas import ExportedTask, LedgerEntry, RawPullRequestEvent
-from streams.evaluation.sandbox import OWNER_LABEL, listed_containers
-from streams.kafka.broker import EmbeddedBroker, free_port
+from schemas import ExportedTask, LedgerEntry
+from streams.kafka.broker import EmbeddedBroker
 from streams.kafka.client import read_topic_to_end
-from streams.kafka.offsets import committed_offsets, topic_bounds
-from streams.kafka.topics import (
-    CANDIDATES,
-    CLASSIFIED,
-    ENRICHED,
-    EXPORTED,
-    HARNESS_REQUESTS,
-    LEDGER,
-    PATCHES,
-    PULL_REQUEST_EVENTS,
-    SCORED,
-    VALIDATED,
-)
+from streams.kafka.topics import EXPORTED
 from streams.offline.world import demo_pull_request, hour_with_events, make_demo_repository
-from streams.pipeline.ledger import latest, read_ledger, reason_kind
+from streams.pipeline.ledger import read_ledger
 from tests.conftest import REPO_ROOT, SWE_STREAM
-from tests.fakes.github_server import FakeGitHub, serve_github, serve_hour
+from tests.fakes.github_server import serve_github, serve_hour
+from tests.reliability.pipeline_runs import (
+    Worker,
+    World,
+    drained,
+    final_states,
+    ledger_size,
+    left_by,
+    scan,
+    states,
+)
 from tests.workers import worker_env
 
 pytestmark = pytest.mark.docker
 
 HOURS = ("2015-01-01-0", "2015-01-01-1")
-GROUP = "swe-stream-v1"
 KILLS = 3
-# what the worker's stages consume (tasks.exported only with harness.agent_command set)
-STAGE_INPUTS = (
-    PULL_REQUEST_EVENTS, CANDIDATES, ENRICHED, CLASSIFIED, PATCHES, VALIDATED, SCORED,
-    HARNESS_REQUESTS,
-)  # fmt: skip
-
-
-@dataclass
-class World:
-    hours_dir: Path
-    events: list[RawPullRequestEvent]
-    github: FakeGitHub
-    git_url_template: str
-
-
-def scan(path: Path) -> list[RawPullRequestEvent]:
-    scanner = HourScanner(path.name.split(".", 1)[0], pipeline_version=1)
-    outputs = scanner.feed(path.read_bytes()) + scanner.close()
-    return [RawPullRequestEvent.from_json(o[1]) for o in outputs if isinstance(o, tuple)]
 
 
 @pytest.fixture(scope="module")
@@ -114,71 +88,6 @@ class RunResult:
     idle_kills: int = 0  # kills that found the work already done
     orphans: list[str] = field(default_factory=list)  # what killed workers left in Docker
     restarts: int = 0
-
-
-class Worker:
-    """``swe-stream worker`` (every stage) on one broker, restartable, logging to a file."""
-
-    def __init__(self, bootstrap: str, world: World, workdir: Path):
-        self.bootstrap = bootstrap
-        self.log = workdir / "worker.log"
-        self.env = worker_env() | {
-            "SWE_STREAM_GITHUB_API_URL": world.github.base_url,
-            "SWE_STREAM_GITHUB_GIT_URL_TEMPLATE": world.git_url_template,
-            "SWE_STREAM_GITHUB_MAX_ATTEMPTS": "1",
-            "SWE_STREAM_WORKER_DATA_DIR": str(workdir / "data"),
-            "SWE_STREAM_EXPORT_OUTPUT_DIR": str(workdir / "out"),
-            "SWE_STREAM_CLASSIFY_BACKEND": "heuristic",
-            "SWE_STREAM_SCORE_BACKEND": "heuristic",
-            "SWE_STREAM_VALIDATION_RUNS": "1",
-        }
-        self.env.pop("OPENROUTER_API_KEY", None)
-        self.process: subprocess.Popen[bytes] | None = None
-        self.killed: list[int] = []  # pids of the workers killed
-
-    def start(self) -> None:
-        command = [
-            SWE_STREAM, "worker", "--bootstrap", self.bootstrap,
-            "--web-port", str(free_port()), "--metrics-port", str(free_port()),
-        ]  # fmt: skip
-        with open(self.log, "ab") as out:
-            self.process = subprocess.Popen(
-                command, cwd=REPO_ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT
-            )
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.killed.append(self.process.pid)
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-
-    def check_alive(self) -> None:
-        assert self.process is not None
-        if self.process.poll() is not None:
-            pytest.fail(f"worker exited by itself:\n{self.log.read_text()[-4000:]}")
-
-
-async def ledger_size(bootstrap: str) -> int:
-    return sum(end - start for start, end in (await topic_bounds(bootstrap, LEDGER.name)).values())
-
-
-async def drained(bootstrap: str) -> bool:
-    """Every record of every stage input committed by the worker's group."""
-    for topic in STAGE_INPUTS:
-        bounds = await topic_bounds(bootstrap, topic.name)
-        committed = await committed_offsets(bootstrap, GROUP, topic.name)
-        for partition, (start, end) in bounds.items():
-            if end > start and (committed[partition] or 0) < end:
-                return False
-    return True
 
 
 async def run_pipeline(
@@ -245,38 +154,6 @@ async def run_pipeline(
         if d.is_dir() and not d.name.startswith(".")
     } if out.exists() else {}  # fmt: skip
     return result
-
-
-def left_by(pids: list[int]) -> list[str]:
-    """Sandbox containers (any state) and images whose owner is one of ``pids`` on this
-    host."""
-    import docker
-
-    client = docker.from_env()
-    owned = []
-    containers = listed_containers(client, OWNER_LABEL)
-    images = client.api.images(filters={"label": OWNER_LABEL})
-    for kind, found in (("container", containers), ("image", images)):
-        for item in found:
-            owner = (item.get("Labels") or {}).get(OWNER_LABEL, "").split(":")
-            host, pid = [*owner, "", ""][:2]
-            if host == socket.gethostname() and pid.isdigit() and int(pid) in pids:
-                owned.append(f"{kind} {item['Id'][:19]}")
-    return owned
-
-
-def states(entries: list[LedgerEntry]) -> dict[str, tuple[str, str, str]]:
-    """Each PR's latest (stage, status, reason kind)."""
-    return {e.key: (e.stage, e.status, reason_kind(e)) for e in latest(entries).values()}
-
-
-def final_states(entries: list[LedgerEntry]) -> dict[str, set[tuple[str, str]]]:
-    """Every distinct final (stage, status) each PR was written with."""
-    finals: dict[str, set[tuple[str, str]]] = {}
-    for entry in entries:
-        if entry.is_final():
-            finals.setdefault(entry.key, set()).add((entry.stage, entry.status))
-    return finals
 
 
 @pytest.mark.timeout(1500)  # two full runs and three rejoins of the group

@@ -108,3 +108,59 @@ def test_a_worker_gets_its_commit_past_a_lost_ack(bootstrap: str, tmp_path: Path
     finally:
         if process.poll() is None:
             stop(process)
+
+
+@pytest.mark.unit
+def test_stream_partitions_with_nothing_or_zero_committed_are_sought_to_their_start() -> None:
+    """A seek to the committed offset leaves a partition with none (or 0) where the fetcher
+    left it, after records Faust dropped: those are read from their start; a changelog or a
+    partition with an offset above 0 is left to Faust."""
+    from collections import namedtuple
+
+    from streams.kafka.commits import unsought_partitions
+
+    tp = namedtuple("TP", "topic partition")
+    assigned = [tp("pr.patches", 2), tp("pr.patches", 1), tp("pr.classified", 0),
+                tp("swe.ledger", 2), tp("tasks.scored", 3)]  # fmt: skip
+    committed = {tp("pr.patches", 1): 5, tp("pr.classified", 0): None}  # 0 is kept as None
+    delivered = {tp("tasks.scored", 3): 6}  # records up to 6 went to a stream: not again
+    streams = {"pr.patches", "pr.classified", "tasks.scored"}
+    assert unsought_partitions(assigned, committed, delivered, streams) == {
+        tp("pr.classified", 0): 0,
+        tp("pr.patches", 2): 0,
+        tp("tasks.scored", 3): 7,
+    }
+    assert unsought_partitions([], committed, delivered, streams) == {}
+
+
+@pytest.mark.unit
+def test_the_seek_after_a_recovery_also_seeks_unsought_partitions() -> None:
+    from collections import namedtuple
+
+    from streams.kafka.commits import seek_uncommitted_to_start
+
+    tp = namedtuple("TP", "topic partition")
+
+    class Consumer:
+        def __init__(self) -> None:
+            self.calls: list[object] = []
+            self._committed_offset: dict[object, int | None] = {}
+            self._read_offset = {tp("pr.patches", 2): 4}
+
+        async def perform_seek(self) -> None:
+            self.calls.append("perform_seek")
+            self._committed_offset = {tp("pr.patches", 0): 3}
+
+        def assignment(self) -> set[object]:
+            return {tp("pr.patches", 0), tp("pr.patches", 1), tp("pr.patches", 2),
+                    tp("swe.ledger", 1)}  # fmt: skip
+
+        async def seek(self, partition: object, offset: int) -> None:
+            self.calls.append((partition, offset))
+
+    consumer = Consumer()
+    seek_uncommitted_to_start(consumer, {"pr.patches"})
+    asyncio.run(consumer.perform_seek())
+    assert consumer.calls == [
+        "perform_seek", (tp("pr.patches", 1), 0), (tp("pr.patches", 2), 5)
+    ]  # fmt: skip
