@@ -9,21 +9,46 @@ here and a line in ``LOG_PARSERS``.
 A runner may also write a machine-readable report (pytest's JUnit XML): ``parse_report`` reads
 one by its kind (``REPORT_PARSERS``; ``LogParser.report`` names the kind a runner writes), and
 ``merge_statuses`` (``combine``) merges it with the parsed log, the report winning.
+
+JavaScript / TypeScript runners: ``jest``, ``vitest``, ``mocha``, ``node`` (``node --test``),
+``tap`` (node-tap), ``ava``, ``uvu``. Their test ids are ``<file from the repository root> >
+<describe blocks> > <title>``, one `` > `` between parts, the same from a runner's report and
+its console where both name the file (``js`` says where a runner's output names no file:
+node, ava, mocha's console). Reports: ``jest-json``, ``vitest-json`` (jest's shape),
+``mocha-json``, ``tap`` (node-tap, node), ``ava-tap``; uvu has none. ``RUNNER_COMMANDS`` is
+the recipe side's table of how to run each so: the console options its log parser reads, and
+the arguments that write its report to a path the engine picks (``{path}``), the counterpart
+of ``validator.REPORTS`` for pytest; the engine does not use it yet.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+import shlex
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from schemas.tasks import TestStatus
-from streams.evaluation.log_parsers import junit, pytest, unittest
+from streams.evaluation.log_parsers import (
+    ava,
+    jest,
+    junit,
+    mocha,
+    node,
+    pytest,
+    tap,
+    unittest,
+    uvu,
+    vitest,
+)
 from streams.evaluation.log_parsers.combine import merge_statuses
 
 __all__ = [
     "LOG_PARSERS",
     "REPORT_PARSERS",
+    "RUNNER_COMMANDS",
     "LogParser",
+    "RunnerCommand",
     "log_parser",
     "merge_statuses",
     "parse_report",
@@ -44,12 +69,89 @@ class LogParser:
 LOG_PARSERS: dict[str, LogParser] = {
     "pytest": LogParser(pytest.parse_pytest_output, pytest.running_when_killed, report="junit"),
     "unittest": LogParser(unittest.parse_unittest_output, unittest.running_when_killed),
+    # JavaScript / TypeScript (ids: ``<file> > <describe blocks> > <title>``, see ``js``)
+    "jest": LogParser(jest.parse_jest_output, jest.running_when_killed, report="jest-json"),
+    "vitest": LogParser(vitest.parse_vitest_output, vitest.running_when_killed, "vitest-json"),
+    "mocha": LogParser(mocha.parse_mocha_output, mocha.running_when_killed, report="mocha-json"),
+    "node": LogParser(node.parse_node_output, node.running_when_killed, report="tap"),
+    "tap": LogParser(tap.parse_tap, tap.running_when_killed, report="tap"),
+    "ava": LogParser(ava.parse_ava_output, ava.running_when_killed, report="ava-tap"),
+    "uvu": LogParser(uvu.parse_uvu_output, uvu.running_when_killed),
 }
 
 # machine-readable reports by kind: the report's bytes -> per-test statuses (ValueError when
 # the report is malformed or refused)
 REPORT_PARSERS: dict[str, Callable[[bytes], dict[str, TestStatus]]] = {
     "junit": junit.parse_junit_xml,
+    "jest-json": jest.parse_jest_json,
+    "vitest-json": jest.parse_jest_json,
+    "mocha-json": mocha.parse_mocha_json,
+    "tap": tap.parse_tap_report,
+    "ava-tap": ava.parse_ava_tap,
+}
+
+
+@dataclass(frozen=True)
+class RunnerCommand:
+    """How the recipe side runs a JS runner so that its log and report can be read (the shape
+    of ``validator.REPORTS``: the engine appends the test files, and ``report_arguments``
+    with ``{path}`` replaced by where it wants the report, before or after the files)."""
+
+    command: str  # the runner with the console options its log parser reads
+    report_arguments: str | None  # turn the report on, written to {path}; None: no report
+    report_before_files: bool = False  # node refuses options after its file arguments
+    # "appended": test files are positional arguments; "pattern": one regex of their paths
+    files: str = "appended"
+    note: str = ""
+
+    def line(self, files: Sequence[str] = (), report_path: str | None = None) -> str:
+        """The shell command running ``files`` (all tests when empty), with the report written
+        to ``report_path`` when given and the runner has one."""
+        if self.files == "pattern":
+            chosen = "(?:" + "|".join(re.escape(file) for file in files) + ")$" if files else ""
+            arguments = [shlex.quote(chosen)] if chosen else []
+        else:
+            arguments = [shlex.quote(file) for file in files]
+        report = []
+        if report_path is not None and self.report_arguments is not None:
+            report = [self.report_arguments.replace("{path}", shlex.quote(report_path))]
+        if self.report_before_files:
+            return " ".join([self.command, *report, *arguments])
+        return " ".join([self.command, *arguments, *report])
+
+
+RUNNER_COMMANDS: dict[str, RunnerCommand] = {
+    "jest": RunnerCommand("npx jest --verbose", "--json --outputFile={path}"),
+    "vitest": RunnerCommand(
+        "npx vitest run --reporter=verbose",
+        "--reporter=json --outputFile={path}",
+        note="vitest run, not watch; the verbose console stays beside the JSON file",
+    ),
+    "mocha": RunnerCommand(
+        "npx mocha",
+        "--reporter json --reporter-option output={path}",
+        note="mocha >= 9; with the json reporter the console is empty",
+    ),
+    "node": RunnerCommand(
+        "node --test --test-reporter=tap",
+        "--test-reporter-destination=stdout --test-reporter=tap --test-reporter-destination={path}",
+        report_before_files=True,
+        note="node >= 20; reporters pair with destinations in order: TAP to stdout and to {path}",
+    ),
+    "tap": RunnerCommand(
+        "npx tap --reporter=tap --disable-coverage",
+        None,
+        note="the console is the TAP report (kind tap): read it with parse_report too",
+    ),
+    "ava": RunnerCommand(
+        "npx ava --tap", None, note="the console is the TAP report (kind ava-tap)"
+    ),
+    "uvu": RunnerCommand(
+        "npx uvu .",
+        None,
+        files="pattern",
+        note="uvu takes a directory and one regex of file paths, not files",
+    ),
 }
 
 

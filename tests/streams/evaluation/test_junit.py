@@ -256,8 +256,16 @@ def test_dotted_path_and_classes() -> None:
 
 
 @pytest.mark.unit
-def test_parse_report_knows_junit_only() -> None:
-    assert sorted(REPORT_PARSERS) == ["junit"]
+def test_parse_report_knows_its_kinds_only() -> None:
+    # junit, and the JS runners' (tests/streams/evaluation/test_js_log_parsers.py)
+    assert sorted(REPORT_PARSERS) == [
+        "ava-tap",
+        "jest-json",
+        "junit",
+        "mocha-json",
+        "tap",
+        "vitest-json",
+    ]
     with pytest.raises(ValueError) as raised:
         parse_report("cobertura", b"<coverage/>")
     assert "'cobertura'" in str(raised.value)

@@ -100,7 +100,7 @@ def test_every_registered_parser_reads_empty_output_as_nothing() -> None:
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("runner", ["nose", "", "PYTEST", "jest"])
+@pytest.mark.parametrize("runner", ["nose", "", "PYTEST", "karma"])
 def test_an_unknown_runner_is_an_error_naming_the_known_ones(runner: str) -> None:
     with pytest.raises(ValueError) as raised:
         log_parser(runner)

@@ -106,8 +106,8 @@ def test_an_entry_is_the_change_it_makes_over_inference() -> None:
     )
     assert learned.test_runner == "pytest" and learned.env is None and learned.tests == 5
     assert trusted(learned, 2) and not trusted(learned, 3)
-    with pytest.raises(ValidationError, match="no log parser for 'jest'"):
-        RepositoryOverride(test_runner="jest")
+    with pytest.raises(ValidationError, match="no log parser for 'karma'"):
+        RepositoryOverride(test_runner="karma")
 
 
 def test_verification_wants_a_passing_test() -> None:
