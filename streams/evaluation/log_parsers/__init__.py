@@ -14,8 +14,9 @@ JavaScript / TypeScript runners: ``jest``, ``vitest``, ``mocha``, ``node`` (``no
 ``tap`` (node-tap), ``ava``, ``uvu``. Their test ids are ``<file from the repository root> >
 <describe blocks> > <title>``, one `` > `` between parts, the same from a runner's report and
 its console where both name the file (``js`` says where a runner's output names no file:
-node, ava, mocha's console). Reports: ``jest-json``, ``vitest-json`` (jest's shape),
-``mocha-json``, ``tap`` (node-tap, node), ``ava-tap``; uvu has none. ``RUNNER_COMMANDS`` is
+node's own TAP, ava, mocha's console). Reports: ``jest-json``, ``vitest-json`` (jest's shape),
+``mocha-json``, ``node-events`` (``node.NODE_REPORTER``), ``tap`` (node-tap, node's own),
+``ava-tap``; uvu has none. ``RUNNER_COMMANDS`` is
 the recipe side's table of how to run each so: the console options its log parser reads, and
 the arguments that write its report to a path the engine picks (``{path}``), the counterpart
 of ``validator.REPORTS`` for pytest; the engine does not use it yet.
@@ -73,7 +74,7 @@ LOG_PARSERS: dict[str, LogParser] = {
     "jest": LogParser(jest.parse_jest_output, jest.running_when_killed, report="jest-json"),
     "vitest": LogParser(vitest.parse_vitest_output, vitest.running_when_killed, "vitest-json"),
     "mocha": LogParser(mocha.parse_mocha_output, mocha.running_when_killed, report="mocha-json"),
-    "node": LogParser(node.parse_node_output, node.running_when_killed, report="tap"),
+    "node": LogParser(node.parse_node_output, node.running_when_killed, report="node-events"),
     "tap": LogParser(tap.parse_tap, tap.running_when_killed, report="tap"),
     "ava": LogParser(ava.parse_ava_output, ava.running_when_killed, report="ava-tap"),
     "uvu": LogParser(uvu.parse_uvu_output, uvu.running_when_killed),
@@ -87,6 +88,7 @@ REPORT_PARSERS: dict[str, Callable[[bytes], dict[str, TestStatus]]] = {
     "vitest-json": jest.parse_jest_json,
     "mocha-json": mocha.parse_mocha_json,
     "tap": tap.parse_tap_report,
+    "node-events": node.parse_node_events,
     "ava-tap": ava.parse_ava_tap,
 }
 
@@ -132,11 +134,13 @@ RUNNER_COMMANDS: dict[str, RunnerCommand] = {
         "--reporter json --reporter-option output={path}",
         note="mocha >= 9; with the json reporter the console is empty",
     ),
+    # swe-stream's reporter (a data: URL) to stdout and to {path}: ids with the test's file
     "node": RunnerCommand(
-        "node --test --test-reporter=tap",
-        "--test-reporter-destination=stdout --test-reporter=tap --test-reporter-destination={path}",
+        f"node --test --test-reporter='{node.NODE_REPORTER}'",
+        f"--test-reporter-destination=stdout --test-reporter='{node.NODE_REPORTER}' "
+        "--test-reporter-destination={path}",
         report_before_files=True,
-        note="node >= 20; reporters pair with destinations in order: TAP to stdout and to {path}",
+        note="node >= 20; reporters pair with destinations in order; options after files fail",
     ),
     "tap": RunnerCommand(
         "npx tap --reporter=tap --disable-coverage",

@@ -8,6 +8,7 @@ registry's defaults are used.
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from streams.evaluation.log_parsers import (
 )
 from streams.evaluation.log_parsers import jest as jest_parser
 from streams.evaluation.log_parsers import mocha as mocha_parser
+from streams.evaluation.log_parsers import node as node_parser
 from streams.evaluation.log_parsers import tap as tap_parser
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "js_runners"
@@ -69,15 +71,20 @@ MOCHA_REPORT_EXPECTED: dict[str, TestStatus] = {
 }
 MOCHA_CONSOLE_EXPECTED: dict[str, TestStatus] = {**MOCHA_TITLES, MOCHA_HOOK: "error"}
 
-NODE_EXPECTED: dict[str, TestStatus] = {
-    "math > adds": "passed",
-    "math > subtracts wrongly": "failed",
-    "math > skipped one": "skipped",
-    "math > todo one": "skipped",
-    "math > nested > multiplies": "passed",
-    "top level passes": "passed",
-    "with subtests > inner passes": "passed",
-    "other passes": "passed",
+NODE_EVENTS_EXPECTED: dict[str, TestStatus] = {
+    "test/math.test.js > math > adds": "passed",
+    "test/math.test.js > math > subtracts wrongly": "failed",
+    "test/math.test.js > math > skipped one": "skipped",
+    "test/math.test.js > math > todo one": "skipped",
+    "test/math.test.js > math > nested > multiplies": "passed",
+    "test/math.test.js > top level passes": "passed",
+    "test/math.test.js > with subtests > inner passes": "passed",
+    "test/other.test.js > other passes": "passed",
+    "test/other.test.js > top level passes": "failed",
+}
+# node's own TAP names no file: the two "top level passes" are one id, the failure winning
+NODE_TAP_EXPECTED: dict[str, TestStatus] = {
+    test.split(" > ", 1)[1]: status for test, status in NODE_EVENTS_EXPECTED.items()
 }
 
 TAP_EXPECTED: dict[str, TestStatus] = {
@@ -108,7 +115,7 @@ def test_the_registry_knows_the_js_runners() -> None:
         "jest": "jest-json",
         "vitest": "vitest-json",
         "mocha": "mocha-json",
-        "node": "tap",
+        "node": "node-events",
         "tap": "tap",
         "ava": "ava-tap",
         "uvu": None,
@@ -147,9 +154,10 @@ def test_runner_command_lines() -> None:
     )
     assert lines["mocha"].endswith("--reporter json --reporter-option output=/tmp/r/report")
     # node refuses options after its files: the report's come first
+    reporter = f"'{node_parser.NODE_REPORTER}'"
     assert lines["node"] == (
-        "node --test --test-reporter=tap --test-reporter-destination=stdout "
-        "--test-reporter=tap --test-reporter-destination=/tmp/r/report "
+        f"node --test --test-reporter={reporter} --test-reporter-destination=stdout "
+        f"--test-reporter={reporter} --test-reporter-destination=/tmp/r/report "
         "test/a.test.js 'test/b c.test.ts'"
     )
     assert lines["uvu"] == "npx uvu . '(?:test/a\\.test\\.js|test/b\\ c\\.test\\.ts)$'"
@@ -192,10 +200,32 @@ def test_mocha_report_and_console() -> None:
 
 
 @pytest.mark.unit
-def test_node_report_and_console_agree() -> None:
-    assert log_parser("node").parse(recorded("node", "console.txt")) == NODE_EXPECTED
-    assert log_parser("node").parse(recorded("node", "report-console.txt")) == NODE_EXPECTED
-    assert parse_report("tap", (DATA / "node" / "report.tap").read_bytes()) == NODE_EXPECTED
+def test_node_events_report_and_console_agree() -> None:
+    report = (DATA / "node" / "report-events.jsonl").read_bytes()
+    assert node_parser.parse_node_events(report, root="/tmp/jsrec/nodetest") == (
+        NODE_EVENTS_EXPECTED
+    )
+    in_testbed = report_in_testbed("node", "report-events.jsonl", "nodetest")
+    assert parse_report("node-events", in_testbed) == NODE_EVENTS_EXPECTED
+    console = report_in_testbed("node", "events-console.txt", "nodetest").decode()
+    assert log_parser("node").parse(console) == NODE_EVENTS_EXPECTED
+    assert log_parser("node").running_when_killed(console) is None
+
+
+@pytest.mark.unit
+def test_node_own_tap() -> None:
+    assert log_parser("node").parse(recorded("node", "console.txt")) == NODE_TAP_EXPECTED
+    assert log_parser("node").parse(recorded("node", "report-console.txt")) == NODE_TAP_EXPECTED
+    assert parse_report("tap", (DATA / "node" / "report.tap").read_bytes()) == NODE_TAP_EXPECTED
+
+
+@pytest.mark.unit
+def test_the_node_reporter_is_a_data_url_module() -> None:
+    assert node_parser.NODE_REPORTER.startswith("data:text/javascript;base64,")
+    assert "'" not in node_parser.NODE_REPORTER  # quoted in RUNNER_COMMANDS
+    source = base64.b64decode(node_parser.NODE_REPORTER.split(",", 1)[1]).decode()
+    assert source.startswith("export default async function*")
+    assert f"--test-reporter='{node_parser.NODE_REPORTER}'" in RUNNER_COMMANDS["node"].command
 
 
 @pytest.mark.unit
@@ -256,7 +286,7 @@ def test_running_when_killed_in_tap_output() -> None:
     # what ended before the kill is read; the suites still open are no tests
     assert log_parser("node").parse(node) == {
         test: status
-        for test, status in NODE_EXPECTED.items()
+        for test, status in NODE_TAP_EXPECTED.items()
         if test.startswith("math > ") and test != "math > nested > multiplies"
     }
     tap = _cut_after(recorded("tap", "console.txt"), "# Subtest: subtracts wrongly")
@@ -264,6 +294,29 @@ def test_running_when_killed_in_tap_output() -> None:
         "test/math.test.js > math > subtracts wrongly"
     )
     assert log_parser("tap").parse(tap) == {"test/math.test.js > math > adds": "passed"}
+
+
+@pytest.mark.unit
+def test_running_when_killed_in_node_events() -> None:
+    console = report_in_testbed("node", "events-console.txt", "nodetest").decode()
+    lines = console.split("\n")
+    started = next(
+        i for i, line in enumerate(lines) if '"start"' in line and '"multiplies"' in line
+    )
+    killed = "\n".join(lines[: started + 1]) + "\n"
+    assert log_parser("node").running_when_killed(killed) == (
+        "test/math.test.js > math > nested > multiplies"
+    )
+    assert log_parser("node").parse(killed) == {
+        "test/math.test.js > math > adds": "passed",
+        "test/math.test.js > math > subtracts wrongly": "failed",
+        "test/math.test.js > math > skipped one": "skipped",
+        "test/math.test.js > math > todo one": "skipped",
+    }
+    # a line cut in the middle is not an event
+    assert log_parser("node").parse(killed + lines[started + 1][:30]) == log_parser("node").parse(
+        killed
+    )
 
 
 @pytest.mark.unit
@@ -321,6 +374,8 @@ ok 2 - lone
         ("tap", b""),
         ("tap", b"just some text\nno test anywhere\n"),
         ("ava-tap", b"ok 1 - but no version line\n"),
+        ("node-events", b""),
+        ("node-events", b"TAP version 13\nok 1 - a TAP report, not events\n"),
     ],
 )
 def test_malformed_reports_are_value_errors(kind: str, data: bytes) -> None:

@@ -263,6 +263,7 @@ def test_parse_report_knows_its_kinds_only() -> None:
         "jest-json",
         "junit",
         "mocha-json",
+        "node-events",
         "tap",
         "vitest-json",
     ]
