@@ -16,10 +16,10 @@ JavaScript / TypeScript runners: ``jest``, ``vitest``, ``mocha``, ``node`` (``no
 its console where both name the file (``js`` says where a runner's output names no file:
 node's own TAP, ava, mocha's console). Reports: ``jest-json``, ``vitest-json`` (jest's shape),
 ``mocha-json``, ``node-events`` (``node.NODE_REPORTER``), ``tap`` (node-tap, node's own),
-``ava-tap``; uvu has none. ``RUNNER_COMMANDS`` is
-the recipe side's table of how to run each so: the console options its log parser reads, and
-the arguments that write its report to a path the engine picks (``{path}``), the counterpart
-of ``validator.REPORTS`` for pytest; the engine does not use it yet.
+``ava-tap``; uvu has none. ``RUNNER_COMMANDS`` is the recipe side's table of how to run each
+so: the console options its log parser reads, and the arguments that write its report to a
+path the engine picks (``{path}``), the counterpart of ``validator.REPORTS`` for pytest; the
+engine does not use it yet.
 """
 
 from __future__ import annotations
