@@ -14,15 +14,16 @@ test patch, as in SWE-bench), ``docs/conf.py`` is docs.
 Test rules:
 
 - a directory named (any case) ``test``, ``tests``, ``testing``, ``spec``, ``specs``,
-  ``__tests__``, ``__test__``, ``e2e``, ``testdata``, ``__snapshots__``, ``__mocks__``, ``t``
-  (Perl, Git); or named ``test_*``/``tests-*``/``*_tests``/``*-test`` (``sitemaps_tests``,
-  ``integration-tests``), or a CamelCase ``*Tests``/``*Test`` (Xcode test targets such as
-  ``MyAppTests``, ``MyAppUITests``);
+  ``__tests__``, ``__test__``, ``e2e``, ``testdata``, ``__snapshots__``, ``__mocks__``,
+  ``__fixtures__``, ``cypress``, ``t`` (Perl, Git); or named ``test_*``/``tests-*``/
+  ``*_tests``/``*-test`` (``sitemaps_tests``, ``integration-tests``), or a CamelCase
+  ``*Tests``/``*Test`` (Xcode test targets such as ``MyAppTests``, ``MyAppUITests``);
 - for code files only (a CI workflow ``test.yml`` or an OpenAPI ``api_spec.yaml`` is no test;
   data files of tests live in test directories), a stem (any case) ``test``/``tests``/
   ``conftest``, starting ``test_``/``test-``/``unittest_``, or ending ``_test(s)``,
   ``-test(s)``, ``_spec(s)``, ``-spec(s)``, ``_unittest(s)``, ``.test(s)``, ``.spec(s)``,
-  ``.e2e``: ``test_x.py``, ``x_test.go``, ``x.test.tsx``, ``x_spec.rb``, ``x.e2e-spec.ts``;
+  ``.e2e``, ``.test-d`` (tsd's type tests), ``.cy`` (Cypress): ``test_x.py``, ``x_test.go``,
+  ``x.test.tsx``, ``x_spec.rb``, ``x.e2e-spec.ts``, ``index.test-d.ts``, ``login.cy.js``;
   or a CamelCase stem (case-sensitive) ``Test*`` followed by a capital, digit or underscore,
   or ending ``Test``/``Tests``/``TestCase``/``Spec``/``Specs`` after a letter or digit, or
   ``IT`` after a lower-case letter or digit: ``FooTest.java``, ``UITests.swift``,
@@ -158,6 +159,8 @@ TEST_DIRS: frozenset[str] = frozenset(
         "testdata",
         "__snapshots__",
         "__mocks__",
+        "__fixtures__",
+        "cypress",
         "t",
     }
 )
@@ -202,7 +205,7 @@ _TEST_STEM_RE = re.compile(
     tests? | conftest
     | (?:test|unittest)[_-].*
     | .+[_-](?:tests?|specs?|unittests?)
-    | .+\.(?:tests?|specs?|e2e)
+    | .+\.(?:tests?|specs?|e2e|test-d|cy)
     """,
     re.VERBOSE | re.IGNORECASE,
 )

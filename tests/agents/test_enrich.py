@@ -112,6 +112,28 @@ def test_repository_rules_on_the_recorded_repository(decoded: dict[str, Any]) ->
 
 
 @pytest.mark.unit
+def test_languages_take_javascript_and_typescript(
+    decoded: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default keeps Python only (the languages validation can prove today); the setting
+    takes the JavaScript / TypeScript names GitHub gives, from YAML or a comma list."""
+    from streams.core.settings import load_settings
+
+    assert EnrichSettings().languages == ["Python"]
+    monkeypatch.setenv("SWE_STREAM_ENRICH_LANGUAGES", "Python,JavaScript,TypeScript")
+    settings = load_settings().enrich
+    assert settings.languages == ["Python", "JavaScript", "TypeScript"]
+    rules = EnrichRules.from_settings(settings)
+    info = repository_info(decoded["repo"])
+    for language in ("JavaScript", "TypeScript", "Python"):
+        assert check_repository(info.model_copy(update={"language": language}), rules) is None
+    assert check_repository(info.model_copy(update={"language": "Go"}), rules) == LANGUAGE
+    assert EnrichRules.from_settings(EnrichSettings(languages=["TypeScript"])).languages == {
+        "typescript"
+    }
+
+
+@pytest.mark.unit
 def test_file_rules_need_a_non_test_source_change(decoded: dict[str, Any]) -> None:
     files = changed_files(decoded["files"])
     assert [f.filename for f in files] == [

@@ -60,6 +60,22 @@ def test_swebench_patches_split_like_swebench(fixtures_dir: Path, split: str) ->
         assert [file_kind(p) for p in tests] == ["test"] * len(tests), row["instance_id"]
 
 
+def test_corpus_js_pull_requests_split_into_tests_and_sources(fixtures_dir: Path) -> None:
+    """The real JavaScript / TypeScript PRs of corpus-js: every one changes a test file and a
+    source file; only tests sit under test directories or carry test names."""
+    lines = (fixtures_dir / "corpus-js" / "prs.jsonl").read_text(encoding="utf-8").splitlines()
+    assert lines
+    for line in lines:
+        pr = json.loads(line)
+        kinds = {f["filename"]: file_kind(f["filename"]) for f in pr["files"]}
+        name = f"{pr['repo']}#{pr['number']}"
+        assert "test" in kinds.values(), name
+        assert "source" in kinds.values(), name
+        for path, kind in kinds.items():
+            under_tests = re.search(r"(?:^|/)(?:tests?|__tests__)/|\.(?:test|spec)\.", path)
+            assert (kind == "test") == bool(under_tests), (name, path)
+
+
 # --- the table ----------------------------------------------------------------------------------
 
 # (path, kind, language)
@@ -93,6 +109,11 @@ CASES = [
     ("internal/parse/testdata/input.txt", "test", None),
     ("src/components/__snapshots__/App.test.js.snap", "test", None),
     ("src/__mocks__/fs.js", "test", "JavaScript"),
+    ("src/__fixtures__/input.js", "test", "JavaScript"),
+    ("packages/core/__fixtures__/config.json", "test", None),
+    ("cypress/e2e/login.cy.ts", "test", "TypeScript"),
+    ("cypress/support/commands.js", "test", "JavaScript"),
+    ("cypress/fixtures/user.json", "test", None),
     ("src/test/java/org/example/Foo.java", "test", "Java"),
     ("t/00-load.t", "test", "Perl"),
     ("t/helper/test-tool.c", "test", "C"),
@@ -125,6 +146,36 @@ CASES = [
     ("src/app.e2e-spec.ts", "test", "TypeScript"),
     ("src/login.e2e.ts", "test", "TypeScript"),
     ("lib/parser-test.js", "test", "JavaScript"),
+    # JavaScript / TypeScript conventions (the corpus-js repositories' and others')
+    ("index.test-d.ts", "test", "TypeScript"),
+    ("src/login.cy.js", "test", "JavaScript"),
+    ("src/parser.spec.mjs", "test", "JavaScript"),
+    ("src/parser.spec.cts", "test", "TypeScript"),
+    ("src/parser.test.mts", "test", "TypeScript"),
+    ("lib/move/__tests__/move.test.js", "test", "JavaScript"),
+    ("test/fixtures/increments.js", "test", "JavaScript"),
+    ("test/specs/new/html_following_list.md", "test", None),
+    ("test/specs/new/html_following_list.html", "test", None),
+    ("tests/doc/stringify.ts", "test", "TypeScript"),
+    ("test/yargs-parser.cjs", "test", "JavaScript"),
+    ("tap-snapshots/test/index.js.test.cjs", "test", "JavaScript"),
+    ("packages/core/test/setup.ts", "test", "TypeScript"),
+    ("packages/core/src/index.ts", "source", "TypeScript"),
+    ("test.mjs", "test", "JavaScript"),
+    ("src/setupTests.js", "test", "JavaScript"),
+    ("src/test-utils.tsx", "test", "TypeScript"),
+    ("src/contest.js", "source", "JavaScript"),
+    ("src/latest.ts", "source", "TypeScript"),
+    ("src/spec.js", "source", "JavaScript"),
+    ("src/index.d.ts", "source", "TypeScript"),
+    ("jest.config.js", "source", "JavaScript"),
+    ("vitest.config.ts", "source", "TypeScript"),
+    ("src/component.stories.tsx", "source", "TypeScript"),
+    ("pnpm-lock.yaml", "other", None),
+    ("pnpm-workspace.yaml", "other", None),
+    (".nvmrc", "other", None),
+    ("tsconfig.json", "other", None),
+    (".mocharc.yml", "other", None),
     ("src/main/FooTest.java", "test", "Java"),
     ("src/main/FooTests.java", "test", "Java"),
     ("src/main/FooIT.java", "test", "Java"),

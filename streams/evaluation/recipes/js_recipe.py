@@ -1,0 +1,474 @@
+"""A JavaScript / TypeScript repository's install recipes, from the facts its files state
+(``js_project``) and what its test script runs (``js_scripts``): one recipe per plausible Node
+major (``node_versions``), best first.
+
+The recipe installs in two steps, so that the download is shared by a repository's PRs and the
+install sees the whole tree:
+
+1. **env image** (per repository, Node major and dependency files): the package manager the
+   lockfile names (its version pinned by ``packageManager``), then the frozen install from
+   the lockfile in ``ENV_DIR`` with every script off, which fills the package manager's cache
+   in the image, then ``node_modules`` dropped; without a lockfile, ``npm install`` resolved
+   **as of the PR's date** (``--before``), whose lockfile the instance reuses;
+2. **instance image** (per task): the same frozen install in ``/testbed`` from that cache
+   (lifecycle scripts on: ``prepare`` builds), then the build steps the tests need (when they
+   import the build output: ``dist/``, ``lib/``, ``build/`` missing from the tree).
+
+The test command is the runner of the ``test`` script, its options kept but for those a run on
+chosen files cannot have (test paths, coverage, watch, bail, reporters: ``RUNNER_OPTIONS``
+sets the reporter each runner's log parser reads); in a workspace, from the directory of the
+package the PR touches.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from streams.evaluation.environments import ENV_DIR, TESTBED, InstallRecipe, TreeFiles
+from streams.evaluation.recipes.js_project import (
+    MAX_LOCKFILE_BYTES,
+    JsFacts,
+    Package,
+    read_js_project,
+)
+from streams.evaluation.recipes.js_scripts import Command, plan_script, runner_from_dependencies
+from streams.evaluation.recipes.node_versions import declared_majors, node_major, node_order
+from streams.evaluation.recipes.overrides import RepositoryOverride, apply_override
+
+# the options each runner gets, for its log parser (``streams.evaluation.log_parsers``)
+RUNNER_OPTIONS: dict[str, tuple[str, ...]] = {
+    "jest": ("--ci", "--verbose", "--watchAll=false", "--coverage=false"),
+    "vitest": ("--reporter=verbose",),
+    "mocha": ("--reporter", "spec"),
+    "node": ("--test-reporter=spec",),
+    "tap": ("--reporter=tap",),
+    "ava": ("--tap",),
+    "tape": (),
+    "uvu": (),
+    "jasmine": (),
+}
+# options (space-separated form) that take a value, per runner
+VALUE_OPTIONS: dict[str, frozenset[str]] = {
+    "jest": frozenset({"--config", "-c", "--testNamePattern", "-t", "--maxWorkers", "-w",
+                       "--testTimeout", "--rootDir", "--roots", "--reporters", "--selectProjects",
+                       "--testEnvironment", "--env", "--shard", "--outputFile", "--testMatch",
+                       "--testPathIgnorePatterns", "--setupFiles", "--globalSetup"}),
+    "vitest": frozenset({"--config", "-c", "--root", "-r", "--dir", "--environment", "--pool",
+                         "--project", "--mode", "--testNamePattern", "-t", "--maxWorkers",
+                         "--outputFile", "--exclude"}),
+    "mocha": frozenset({"--config", "--require", "-r", "--ui", "-u", "--timeout", "-t",
+                        "--slow", "-s", "--extension", "--file", "--grep", "-g", "--fgrep",
+                        "-f", "--ignore", "--package", "--jobs", "-j", "--retries",
+                        "--node-option", "-n", "--loader", "--reporter-option", "-O"}),
+    "node": frozenset({"--require", "-r", "--import", "--loader", "--experimental-loader",
+                       "--test-name-pattern", "--test-reporter-destination", "--conditions",
+                       "-C"}),
+    "tap": frozenset({"--timeout", "-t", "--node-arg", "--jobs", "-j", "--grep", "-g",
+                      "--nyc-arg", "--test-env", "--test-arg", "--before", "--after"}),
+    "ava": frozenset({"--match", "-m", "--config", "--concurrency", "-c", "--timeout", "-T",
+                      "--node-arguments"}),
+}  # fmt: skip
+# options dropped (with their value when they take one): a run on chosen files, once, whole
+DROPPED_OPTIONS = re.compile(
+    r"^(?:--coverage\S*|--collectCoverage\S*|--coverageThreshold|--coverage-\S+|--watch\S*|"
+    r"-w|--bail|-b|--reporter|-R|--test-reporter|--reporters|--typecheck|-u|--updateSnapshot|"
+    r"--onlyChanged|-o|--changedSince|--findRelatedTests|--spec|--forbid-only|--test-only|"
+    r"--check-coverage|--100|--no-coverage)(?:=.*)?$"
+)
+DROPPED_WITH_VALUE = frozenset({"--reporter", "-R", "--coverageThreshold", "--test-reporter",
+                                "--changedSince", "--spec", "--reporters"})  # fmt: skip
+# set while installing and testing: no prompts, no colours, no downloads of browsers or
+# binaries outside a registry, no telemetry, git hooks off
+ENVIRONMENT: dict[str, str] = {
+    "CI": "true",
+    "FORCE_COLOR": "0",
+    "NO_COLOR": "1",
+    "HUSKY": "0",
+    "npm_config_update_notifier": "false",
+    "npm_config_fund": "false",
+    "npm_config_audit": "false",
+    "ADBLOCK": "1",
+    "DISABLE_OPENCOLLECTIVE": "1",
+    "PUPPETEER_SKIP_DOWNLOAD": "1",
+    "PUPPETEER_SKIP_CHROMIUM_DOWNLOAD": "1",
+    "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1",
+    "CYPRESS_INSTALL_BINARY": "0",
+    "ELECTRON_SKIP_BINARY_DOWNLOAD": "1",
+    "COREPACK_ENABLE_DOWNLOAD_PROMPT": "0",
+    "YARN_ENABLE_TELEMETRY": "0",
+    "YARN_ENABLE_GLOBAL_CACHE": "true",  # berry: the env image's cache serves the instance
+    "NEXT_TELEMETRY_DISABLED": "1",
+}
+# the pnpm major that writes each lockfileVersion (when ``packageManager`` pins none)
+PNPM_FOR_LOCKFILE = {"5.3": "6", "5.4": "7", "6.0": "8", "6.1": "8", "9.0": "9"}
+NATIVE_BUILD = ("node-gyp", "prebuild-install", "node-addon-api", "nan")
+NATIVE_PACKAGES = ("g++", "make")
+BUILD_OUTPUT_DIRS = ("dist", "build", "lib", "out", "esm", "cjs", "es", "umd", "types")
+MAX_TEST_FILES_READ = 30
+_IMPORT = re.compile(r"""(?:from\s+|require\(\s*|import\(\s*|import\s+)['"]([^'"\n]+)['"]""")
+_JS_EXTENSIONS = ("", ".js", ".ts", ".mjs", ".cjs", ".mts", ".cts", ".jsx", ".tsx", ".json")
+_TEST_NAME = re.compile(r"(?:^|/)(?:__tests__|tests?|spec)/|\.(?:test|spec)\.[cm]?[jt]sx?$")
+_RUNNERS_WITHOUT_FILE_LISTS = frozenset({"uvu"})
+
+
+@dataclass(frozen=True)
+class JsContext:
+    names: list[str]
+    read: Callable[[str], bytes | None]
+    facts: JsFacts
+    node: str | None  # the Node major; None: whatever the default base image has
+    base_image: str
+    before: str | None = None  # YYYY-MM-DD: dependencies as of this day (no lockfile)
+    changed_files: tuple[str, ...] = ()
+
+
+def is_js_tree(tree: TreeFiles) -> bool:
+    return tree.has("package.json")
+
+
+def package_of(facts: JsFacts, changed_files: Iterable[str]) -> Package:
+    """The workspace package the PR touches (most of its test files, else of its files);
+    the root when it touches none or the repository has no workspaces."""
+    if not facts.packages:
+        return facts.root
+    counts: dict[str, list[int]] = {}
+    for path in changed_files:
+        owners = [d for d in facts.packages if path.startswith(d + "/")]
+        if owners:
+            owner = max(owners, key=len)
+            count = counts.setdefault(owner, [0, 0])
+            count[0] += bool(_TEST_NAME.search(path))
+            count[1] += 1
+    if not counts:
+        return facts.root
+    best = max(sorted(counts), key=lambda d: (counts[d][0], counts[d][1]))
+    return facts.packages[best]
+
+
+def _manager_word(facts: JsFacts) -> str:
+    if facts.manager == "yarn-berry" and facts.yarn_path:
+        return f"node {shlex.quote(facts.yarn_path)}"
+    return facts.manager.split("-")[0]
+
+
+def _manager_tool(facts: JsFacts) -> str | None:
+    """The env step that installs the package manager (npm comes with Node)."""
+    version = facts.manager_version
+    if facts.manager == "pnpm":
+        lock = facts.lockfile.version if facts.lockfile else None
+        wanted = version or PNPM_FOR_LOCKFILE.get(lock or "", "9")
+        return f"npm install -g --no-audit --no-fund pnpm@{wanted}"
+    if facts.manager == "yarn":
+        return f"npm install -g --no-audit --no-fund yarn@{version or '1'}"
+    if facts.manager == "yarn-berry" and not facts.yarn_path:
+        return f"npm install -g --no-audit --no-fund @yarnpkg/cli-dist@{version or '4'}"
+    return None
+
+
+def install_steps(facts: JsFacts, before: str | None) -> tuple[list[str], list[str], list[str]]:
+    """(env commands, instance commands, notes) of the package manager's frozen install."""
+    notes: list[str] = []
+    tool = _manager_tool(facts)
+    env = [tool] if tool else []
+    pm = _manager_word(facts)
+    clean = "find . -name node_modules -prune -exec rm -rf {} +"
+    if facts.manager == "npm" and facts.lockfile is not None:
+        fetch = "npm ci --ignore-scripts --no-audit --no-fund"
+        install = ["npm ci --prefer-offline --no-audit --no-fund"]
+    elif facts.manager == "npm":
+        dated = f" --before={before}" if before else ""
+        fetch = f"npm install{dated} --package-lock=true --ignore-scripts --no-audit --no-fund"
+        install = [
+            f"cp {ENV_DIR}/package-lock.json {TESTBED}/package-lock.json",
+            "npm ci --prefer-offline --package-lock=true --no-audit --no-fund",
+        ]
+        notes.append(f"no lockfile: dependencies as of {before or 'today'} (npm --before)")
+    elif facts.manager == "yarn":
+        flags = "--frozen-lockfile --ignore-engines --non-interactive"
+        fetch = f"{pm} install {flags} --ignore-scripts"
+        install = [f"{pm} install {flags} --prefer-offline"]
+    elif facts.manager == "yarn-berry":
+        fetch = f"{pm} install --immutable --mode=skip-build"
+        install = [f"{pm} install --immutable"]
+    else:
+        fetch = f"{pm} install --frozen-lockfile --ignore-scripts"
+        install = [f"{pm} install --frozen-lockfile --prefer-offline"]
+    if facts.manager_version and facts.manager == "npm":
+        notes.append(f"packageManager pins npm {facts.manager_version}: the image's npm is used")
+    env.append(f"cd {ENV_DIR} && {fetch} && {clean}")
+    return env, install, notes
+
+
+def _resolves(names: set[str], dirs: set[str], path: str) -> bool:
+    """Whether an import of ``path`` (repository-relative) finds a file of the tree, as
+    Node and TypeScript resolve it (extensions, index files, ``.js`` written for ``.ts``)."""
+    if path in dirs:
+        return True
+    stem = re.sub(r"\.([cm]?)js$", "", path)
+    candidates = [path + ext for ext in _JS_EXTENSIONS]
+    candidates += [stem + ext for ext in (".ts", ".tsx", ".mts", ".cts")]
+    return any(c in names for c in candidates)
+
+
+def _imports(ctx: JsContext, package: Package) -> list[tuple[str, str]]:
+    """(test file, imported path) of the test files the PR touches in ``package``, else of
+    its first test files."""
+    prefix = f"{package.directory}/" if package.directory else ""
+    touched = [f for f in ctx.changed_files if f.startswith(prefix) and _TEST_NAME.search(f)]
+    files = [f for f in touched if f in set(ctx.names)] or [
+        n for n in ctx.names
+        if n.startswith(prefix) and "node_modules/" not in n and _TEST_NAME.search(n)
+        and n.endswith((".js", ".ts", ".mjs", ".cjs", ".jsx", ".tsx", ".mts", ".cts"))
+    ]  # fmt: skip
+    out = []
+    for path in files[:MAX_TEST_FILES_READ]:
+        data = ctx.read(path)
+        if data is not None and len(data) < 1 << 20:
+            out += [(path, target) for target in _IMPORT.findall(data.decode(errors="replace"))]
+    return out
+
+
+def build_needed(ctx: JsContext, package: Package) -> str | None:
+    """Why the tests need a build first (what they import that the tree lacks), or None."""
+    names = set(ctx.names)
+    dirs = {posixpath.dirname(n) for n in ctx.names}
+    dirs |= {d for n in dirs for d in _parents(n)}
+    root = package.directory or "."
+    entry = next(iter(package.entry_points), "index.js")
+    entry_missing = not _resolves(names, dirs, package.path(entry))
+    configs = [n for n in ctx.names if re.search(r"(?:jest|vitest|vite)\.config\.", n)]
+    name = re.escape(package.name or "")
+    alias = re.compile(rf"['\"]\^?{name}\$?['\"]|^\s*{name}\s*:", re.MULTILINE)
+    mapped = package.name is not None and any(alias.search(_text(ctx, n)) for n in configs)
+    for test_file, target in _imports(ctx, package):
+        if target.startswith("."):
+            resolved = posixpath.normpath(posixpath.join(posixpath.dirname(test_file), target))
+            if resolved == root and entry_missing:
+                return f"{test_file} imports the package, whose entry {entry} is built"
+            if resolved != root and not _resolves(names, dirs, resolved):
+                return f"{test_file} imports {target}, which the tree lacks"
+        elif target == package.name and entry_missing and not mapped:
+            return f"{test_file} imports {target}, whose entry {entry} is built"
+    return None
+
+
+def _parents(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _text(ctx: JsContext, path: str) -> str:
+    data = ctx.read(path)
+    return data.decode(errors="replace") if data is not None and len(data) < 1 << 20 else ""
+
+
+def _is_test_path(ctx: JsContext, package: Package, word: str) -> bool:
+    """Whether a word of a runner command names test files (a path, a directory, a glob)."""
+    if any(c in word for c in "*?{") or "/" in word or word.endswith("/"):
+        return True
+    if re.search(r"\.[cm]?[jt]sx?$", word):
+        return True
+    path = package.path(word)
+    return path in set(ctx.names) or any(n.startswith(path + "/") for n in ctx.names)
+
+
+def runner_words(ctx: JsContext, package: Package, command: Command) -> list[str]:
+    """The runner's program and the options of ``command`` a run on chosen files keeps."""
+    runner = command.runner or "node"
+    head = command.words[0].rsplit("/", 1)[-1]
+    if runner == "node" or head not in {"jest", "vitest", "mocha", "_mocha", "tap", "ava",
+                                        "tape", "jasmine", "uvu"}:  # fmt: skip
+        program = _program(runner)
+        args = [a for a in command.words[1:] if a.startswith("--") and runner == "node"
+                and head == "node" and a != "--test" and not DROPPED_OPTIONS.match(a)]  # fmt: skip
+        return [*program, *args, *RUNNER_OPTIONS.get(runner, ())]
+    kept: list[str] = []
+    values = VALUE_OPTIONS.get(runner, frozenset())
+    words = iter(command.words[1:])
+    for word in words:
+        if word.startswith("-"):
+            takes_value = "=" not in word and (word in values or word in DROPPED_WITH_VALUE)
+            value = next(words, None) if takes_value else None
+            if DROPPED_OPTIONS.match(word):
+                continue
+            kept += [word] if value is None else [word, value]
+        elif runner == "vitest" and word in {"run", "watch", "dev", "related"} and not kept:
+            continue
+        elif not _is_test_path(ctx, package, word):
+            kept.append(word)  # a value of an option we do not know
+    ours = RUNNER_OPTIONS.get(runner, ())
+    if runner != "mocha":  # single-word options: once (mocha's reporter pair is dropped above)
+        ours = tuple(o for o in ours if o not in kept)
+    return [*_program(runner), *kept, *ours]
+
+
+def _program(runner: str) -> list[str]:
+    return {"node": ["node", "--test"], "vitest": ["vitest", "run"]}.get(runner, [runner])
+
+
+def test_command(ctx: JsContext, package: Package, words: list[str], env: dict[str, str]) -> str:
+    """The shell command the test files are appended to: the runner from the package's
+    directory with its ``node_modules/.bin`` (Plug'n'Play: through yarn); in a workspace
+    package, the appended repository paths made relative to it."""
+    facts = ctx.facts
+    program = words[0]
+    if facts.pnp and program != "node":
+        words = [*_manager_word(facts).split(), *words]
+    assignments = [f"{k}={shlex.quote(v)}" for k, v in env.items()]
+    bins = f"{TESTBED}/node_modules/.bin"
+    if package.directory:
+        bins = f"{TESTBED}/{package.directory}/node_modules/.bin:{bins}"
+    path = f'PATH="{bins}:$PATH"'
+    each_file = words[0] == "uvu" or words == ["node"]
+    if not package.directory and not each_file:
+        return " ".join([path, *assignments, shlex.join(words)])
+    prefix = f"{package.directory}/" if package.directory else ""
+    files = f'"${{@#{prefix}}}"' if prefix else '"$@"'
+    cd = f"cd {shlex.quote(package.directory)} && " if package.directory else ""
+    if each_file:  # uvu and plain node scripts run one file each
+        inner = (f"{cd}{path}; s=0; for f in {files}; do {' '.join(assignments)} node \"$f\" "
+                 '|| s=1; done; exit $s')  # fmt: skip
+    else:
+        inner = f"{cd}{path} {' '.join(assignments)} exec {shlex.join(words)} {files}"
+    return f"bash -c {shlex.quote(' '.join(inner.split(' ')))} swe-stream"
+
+
+def _choose_runner(ctx: JsContext, package: Package) -> tuple[Command | None, list[Command]]:
+    """The runner command of the package's test script (the last one: a suite's variants run
+    first) and the build commands before it."""
+    hooks = ctx.facts.manager in {"npm", "yarn"}
+    plan = plan_script(package, ctx.facts.manager, "test", hooks)
+    runners = plan.runners
+    runner = runners[-1] if runners else None
+    if runner is None:
+        found = runner_from_dependencies(package, _lock_mentions(ctx.facts))
+        if found is not None:
+            runner = Command((found,), kind="runner", runner=found, script="test", text=found)
+    return runner, plan.builds_before(runner if runner in plan.commands else None)
+
+
+def _lock_mentions(facts: JsFacts) -> Callable[[str], bool] | None:
+    return facts.lockfile.mentions if facts.lockfile else None
+
+
+def _build_commands(ctx: JsContext, package: Package, builds: list[Command]) -> list[str]:
+    pm = _manager_word(ctx.facts)
+    own = ctx.facts.manager.split("-")[0]
+    commands = [re.sub(rf"^((?:\S+=\S* )*){own} run ", rf"\g<1>{pm} run ", c.text) for c in builds]
+    if not commands:
+        for script in ("build", "compile", "prepare", "prepublishOnly"):
+            if script in package.scripts:
+                commands = [f"{pm} run {script}"]
+                break
+    bins = f"{TESTBED}/node_modules/.bin"
+    cd = f"cd {shlex.quote(package.directory)} && " if package.directory else ""
+    return [f'{cd}PATH="{bins}:$PATH" {c}' if not c.startswith(pm) else f"{cd}{c}"
+            for c in commands]  # fmt: skip
+
+
+def js_recipe(ctx: JsContext) -> InstallRecipe:
+    """The recipe of ``ctx`` (see the module's docstring)."""
+    facts = ctx.facts
+    package = package_of(facts, ctx.changed_files)
+    if package.directory and "test" not in package.scripts:
+        package = facts.root
+    sources = [f"package-manager:{facts.manager}", f"node:{ctx.node or 'default'}"]
+    if facts.lockfile is not None:
+        sources.append(f"lockfile:{facts.lockfile.path}")
+    if package.directory:
+        sources.append(f"workspace:{package.directory}")
+    env, install, notes = install_steps(facts, ctx.before)
+    notes += facts.problems
+    runner, builds = _choose_runner(ctx, package)
+    environment = dict(ENVIRONMENT)
+    pre_test: list[str] = []
+    if runner is None:
+        test = f"{_manager_word(facts)} test --"
+        test_runner = "unknown"
+        notes.append("no test runner recognised in the test script or the dependencies")
+    else:
+        sources.append(f"runner:{runner.runner}:{runner.script}")
+        words = runner_words(ctx, package, runner)
+        test = test_command(ctx, package, words, dict(runner.env))
+        test_runner = runner.runner or "node"
+        why = build_needed(ctx, package)
+        if why is not None:
+            pre_test = _build_commands(ctx, package, builds)
+            notes.append(f"build before the tests: {why}")
+            if not pre_test:
+                notes.append("the tests need a build but no build script was found")
+        elif builds:
+            notes.append("build steps of the test script left out: " +
+                         "; ".join(c.text for c in builds))  # fmt: skip
+    lock = facts.lockfile.text if facts.lockfile else ""
+    native = [p for p in NATIVE_BUILD if re.search(rf"node_modules/{p}\"|^\"?{p}@|/{p}@", lock,
+                                                   re.MULTILINE)]  # fmt: skip
+    files = {p: ctx.read(p) for p in facts.dependency_files}
+    return InstallRecipe(
+        language="TypeScript" if facts.typescript else "JavaScript",
+        dependency_files={p: data for p, data in files.items() if data is not None},
+        env_commands=tuple(env),
+        install_commands=tuple(install),
+        test_command=test,
+        test_runner=test_runner,
+        python=None,
+        base_image=ctx.base_image,
+        system_packages=NATIVE_PACKAGES if native else (),
+        pre_test_commands=tuple(pre_test),
+        rebuild_commands=tuple(pre_test),
+        environment=tuple(sorted(environment.items())),
+        sources=tuple(sources),
+        notes=tuple(notes),
+    )
+
+
+def node_candidates(facts: JsFacts, package: Package, node_images: dict[str, str],
+                    created_at: datetime | None) -> list[str]:  # fmt: skip
+    """The Node majors to try for ``package`` (its engines, else the root's)."""
+    engines = package.engines_node or facts.root.engines_node
+    declared = declared_majors(facts.ci_node_versions, created_at)
+    pinned = node_major(facts.nvmrc, created_at)
+    return node_order(node_images, engines, declared, pinned, created_at)
+
+
+def infer_js_recipes(
+    tree: TreeFiles,
+    *,
+    node_images: dict[str, str],
+    created_at: datetime | None = None,
+    changed_files: Iterable[str] = (),
+    override: RepositoryOverride | None = None,
+) -> tuple[list[InstallRecipe], JsFacts | None]:
+    """The recipes to try (best first) and the facts they were made of; none when the tree
+    has no package.json, or ``engines.node`` excludes every Node there is an image of.
+    ``node_images``: Node major -> base image (``node_versions.node_images_by_suite``);
+    empty: one recipe on the default base image."""
+    if not is_js_tree(tree):
+        return [], None
+
+    def read(path: str) -> bytes | None:
+        return tree.read(path, MAX_LOCKFILE_BYTES)
+
+    facts = read_js_project(tree.names, read)
+    if facts is None:
+        return [], None
+    changed = tuple(changed_files)
+    package = package_of(facts, changed)
+    nodes: list[str | None] = (
+        list(node_candidates(facts, package, node_images, created_at)) if node_images else [None]
+    )
+    before = created_at.strftime("%Y-%m-%d") if created_at else None
+    recipes = []
+    for node in nodes:
+        ctx = JsContext(
+            names=tree.names, read=read, facts=facts, node=node,
+            base_image=node_images.get(node, "") if node else "", before=before,
+            changed_files=changed,
+        )  # fmt: skip
+        recipes.append(apply_override(js_recipe(ctx), override))
+    return recipes, facts
