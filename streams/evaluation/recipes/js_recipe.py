@@ -22,6 +22,7 @@ package the PR touches.
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import re
 import shlex
@@ -345,6 +346,10 @@ def _choose_runner(ctx: JsContext, package: Package) -> tuple[Command | None, li
     plan = plan_script(package, ctx.facts.manager, "test", hooks)
     runners = plan.runners
     runner = runners[-1] if runners else None
+    if runner is not None and runner.runner is None:  # a frontend: ts-scripts, react-scripts
+        found = runner_from_dependencies(package, _lock_mentions(ctx.facts)) or "jest"
+        runner = dataclasses.replace(runner, runner=found)
+        return runner, plan.builds_before(runners[-1])
     if runner is None:
         found = runner_from_dependencies(package, _lock_mentions(ctx.facts))
         if found is not None:

@@ -225,7 +225,7 @@ def classify(words: list[str], package: Package) -> tuple[Kind, str | None]:
     if head == "vitest" or (head == "vite" and args[:1] == ["test"]):
         return "runner", "vitest"
     if head in RUNNER_FRONTENDS and "test" in args:
-        return "runner", runner_from_dependencies(package) or "jest"
+        return "runner", None  # the one the dependencies (or the lockfile) name
     if head == "tsc":
         emits = not ({"--noEmit", "--noemit"} & set(args)) and "--noEmit=false" not in args
         return ("build" if emits else "check"), None

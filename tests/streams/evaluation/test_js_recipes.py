@@ -330,6 +330,15 @@ def test_a_runner_frontend_takes_the_runner_the_lockfile_installs() -> None:
     recipe = recipe_of(files)
     assert (recipe.test_runner, recipe.language) == ("jest", "TypeScript")
     assert recipe.pre_test_commands == ()  # the spec imports ./index: the .ts source
+    # every lockfile's way of naming an installed package; never a longer name ending in it
+    for text, installs in [
+        ('{"dependencies": {\n  "vitest": {\n', True), ("vitest@^1.0.0:\n", True),
+        ("  /vitest@1.6.0:\n", True), ('"node_modules/vitest": {', True),
+        ('"node_modules/@vitest/ui": {', False), ('{"not-vitest": {', False),
+    ]:  # fmt: skip
+        files["package-lock.json"] = text
+        files["package.json"] = package({"test": "ts-scripts test"})
+        assert (recipe_of(files).test_runner == "vitest") == installs, text
 
 
 def test_the_script_plan_follows_run_indirections() -> None:
