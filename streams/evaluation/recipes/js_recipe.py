@@ -347,9 +347,8 @@ def _choose_runner(ctx: JsContext, package: Package) -> tuple[Command | None, li
     runners = plan.runners
     runner = runners[-1] if runners else None
     if runner is not None and runner.runner is None:  # a frontend: ts-scripts, react-scripts
-        found = runner_from_dependencies(package, _lock_mentions(ctx.facts)) or "jest"
-        runner = dataclasses.replace(runner, runner=found)
-        return runner, plan.builds_before(runners[-1])
+        named = runner_from_dependencies(package, _lock_mentions(ctx.facts)) or "jest"
+        return dataclasses.replace(runner, runner=named), plan.builds_before(runners[-1])
     if runner is None:
         found = runner_from_dependencies(package, _lock_mentions(ctx.facts))
         if found is not None:
