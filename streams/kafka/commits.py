@@ -107,13 +107,13 @@ async def repair_stalled_commits(consumer: Any, watch: CommitStallWatch) -> dict
 #
 # While a rebalance's table recovery runs, the consumer already fetches the new stream
 # partitions into its buffer, which Faust empties before the streams resume; it then seeks
-# each partition to its committed offset. A partition with none (a new group, or a partition
-# whose last owner died before its first commit) or with 0 (a replay's fresh group) is not
-# sought at all (aiokafka seeks only to an offset above 0), so it resumes after what was
-# buffered and dropped: those records are never processed. Seen with three workers when one
-# was killed before its first commit (three PRs never validated) and, once, in a replay from
-# offset 0 that never started. Records that did reach a stream before the seek (Faust's read
-# offset) are not sent again: the seek goes right after them.
+# each partition to its committed offset (also when it fetched while its flow was stopped:
+# ``getmany`` drops those records and seeks back). A partition with none (a new group, or a
+# partition whose last owner died before its first commit) is not sought at all, so it resumes
+# after what was buffered and dropped: those records are never processed. Seen with three
+# workers when one was killed before its first commit (three PRs never validated). Records
+# that did reach a stream before the seek (Faust's read offset) are not sent again: the seek
+# goes right after them.
 
 
 def unsought_partitions(
@@ -123,11 +123,13 @@ def unsought_partitions(
     streams: Collection[str],
 ) -> dict[Any, int]:
     """The assigned partitions of ``streams`` (topic names) that a seek to the committed offset
-    leaves where they are (no committed offset, or 0), and where to seek each: right after the
-    last record delivered to a stream (``delivered``; it was or is being processed), or to the
-    start when none was."""
+    leaves where they are (no committed offset: not in ``committed``, Faust's record, which
+    keeps a committed 0 as None), and where to seek each: right after the last record delivered
+    to a stream (``delivered``; it was or is being processed), or to the start when none was.
+    A partition committed at 0 (a replay's fresh group) is left to Faust: its records may
+    already be flowing, and seeking it would send them twice."""
     unsought = sorted(
-        (tp for tp in assigned if tp.topic in streams and not committed.get(tp)),
+        (tp for tp in assigned if tp.topic in streams and tp not in committed),
         key=lambda tp: (tp.topic, tp.partition),
     )
     targets = {}
@@ -140,13 +142,25 @@ def unsought_partitions(
 def seek_uncommitted_to_start(consumer: Any, streams: Collection[str]) -> None:
     """Make ``consumer.perform_seek`` (Faust's seek after a recovery) also seek the stream
     partitions it would leave alone: to their start, as ``auto_offset_reset=earliest`` means
-    for a partition nothing was committed on, or right after what was already delivered."""
-    original = consumer.perform_seek
+    for a partition nothing was committed on, or right after the last record this process
+    handed to a stream (in this assignment or an earlier one: Faust forgets it at a
+    revocation, and a second rebalance before the first commit would send it again)."""
+    delivered: dict[Any, int] = {}
+    seek_after_recovery = consumer.perform_seek
+    revoke = consumer.on_partitions_revoked
+
+    def remember_delivered() -> None:
+        for tp, offset in list(consumer._read_offset.items()):
+            if offset is not None and tp.topic in streams:
+                delivered[tp] = max(offset, delivered.get(tp, -1))
+
+    async def on_partitions_revoked(revoked: Any) -> None:
+        remember_delivered()
+        await revoke(revoked)
 
     async def perform_seek() -> None:
-        # what streams got of each partition in this assignment (Faust resets it in the seek)
-        delivered = dict(consumer._read_offset)
-        await original()
+        remember_delivered()
+        await seek_after_recovery()
         # Faust's own record of the committed offsets it just read (0 is kept as None)
         targets = unsought_partitions(
             consumer.assignment(), consumer._committed_offset, delivered, streams
@@ -157,3 +171,4 @@ def seek_uncommitted_to_start(consumer: Any, streams: Collection[str]) -> None:
             log.debug("partitions with nothing committed read from: %s", targets)
 
     consumer.perform_seek = perform_seek
+    consumer.on_partitions_revoked = on_partitions_revoked
