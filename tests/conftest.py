@@ -221,6 +221,23 @@ def python_images(docker_client: Any) -> dict[str, str]:
     return images
 
 
+@pytest.fixture(scope="session")
+def node_images(docker_client: Any) -> dict[str, str]:
+    """The Node.js image of every Debian suite validation picks from (`swe-stream images base
+    --node`, built by .ci/prepare)."""
+    import docker.errors
+
+    from streams.core.settings import DockerSettings
+
+    images = DockerSettings().node_images
+    for major, tag in images.items():
+        try:
+            docker_client.images.get(tag)
+        except docker.errors.ImageNotFound:
+            unavailable(f"Node {major} image {tag} is missing: swe-stream images base --node")
+    return images
+
+
 # A real HTTP server on 127.0.0.1 serving the GH Archive fixture hours (with fault injection).
 from tests.fakes.gharchive_server import FakeGHArchive, gharchive_server  # noqa: E402, F401
 

@@ -304,6 +304,15 @@ class DockerSettings(Section):
         description="base image per Python version (major.minor); validation picks one per "
         "repository",
     )
+    node_images: dict[str, str] = Field(
+        default_factory=lambda: {
+            "18": "swe-stream/node:bookworm",
+            "20": "swe-stream/node:trixie",
+            "24": "swe-stream/node:forky",
+        },
+        description="base image per Node.js major (Debian's nodejs of each suite; built by "
+        "`swe-stream images base --node`); validation of JavaScript / TypeScript picks one",
+    )
     cache_level: Literal["none", "base", "env", "instance"] = Field(
         "env", description="image layers kept after a task (as SWE-bench's --cache_level)"
     )

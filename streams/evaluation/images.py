@@ -63,6 +63,20 @@ EXTRA_CA_NAME = "swe-stream-extra.crt"
 
 _CHUNK = 1 << 20  # bytes per chunk streamed from tar to the engine
 
+# Node.js images: Debian's own ``nodejs`` and ``npm`` on a suite's base image, and corepack
+# (yarn, pnpm) where the suite does not package it (bookworm): from the npm registry. The Node
+# major of each suite is ``recipes.node_versions.DEBIAN_NODE`` (checked with ``apt-cache
+# policy nodejs``: bookworm 18, trixie 20, forky 24).
+NODE_IMAGE_PREFIX = "swe-stream/node"
+NODE_LABEL = "org.swe-stream.node"
+NODE_STEPS = (
+    "apt-get -o Acquire::Check-Valid-Until=false update",
+    "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm",
+    "(command -v corepack >/dev/null || npm install --global --no-audit --no-fund corepack)",
+    "node --version && npm --version && corepack --version",
+    "rm -rf /var/lib/apt/lists/* /root/.npm",
+)
+
 
 def base_image_exists(client: Any, tag: str) -> bool:
     """True if the engine behind ``client`` (a ``docker.DockerClient``) has image ``tag``."""
@@ -438,6 +452,68 @@ def build_base_images(
             client.close()
 
 
+def node_image_tag(suite: str, prefix: str = NODE_IMAGE_PREFIX) -> str:
+    """The Node image of Debian ``suite``: ``<prefix>:<suite>`` (its major is the suite's)."""
+    return f"{prefix}:{suite}"
+
+
+def node_dockerfile(base_image: str, major: str) -> str:
+    """The Dockerfile of a Node image on ``base_image`` (a suite's base image)."""
+    return "\n".join(
+        [
+            f"FROM {base_image}",
+            # Node's own CA list lacks a TLS-intercepting proxy's: the system store has it
+            "ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt",
+            "RUN " + " && ".join(NODE_STEPS),
+            f'LABEL {NODE_LABEL}="{major}"',
+            "",
+        ]
+    )
+
+
+def build_node_images(
+    suites: dict[str, str],
+    *,
+    base_prefix: str = BASE_IMAGE_PREFIX,
+    force: bool = False,
+    client: Any | None = None,
+) -> Iterator[BuildResult]:
+    """Build the Node image of each suite of ``suites`` (suite -> Node major) on its base image
+    ``<base_prefix>:<suite>`` (which must exist: ``build_base_images``), as
+    ``node_image_tag(suite)``; existing tags kept unless ``force``."""
+    import io
+
+    import docker
+
+    own_client = client is None
+    if client is None:
+        client = docker.from_env(timeout=1800)
+    try:
+        for suite, major in suites.items():
+            tag = node_image_tag(suite)
+            started = time.monotonic()
+            if not force and base_image_exists(client, tag):
+                yield BuildResult(tag, suite, False, 0.0)
+                continue
+            base = f"{base_prefix}:{suite}"
+            if not base_image_exists(client, base):
+                raise RuntimeError(f"{tag} needs {base}: build it first (images base --all)")
+            dockerfile = node_dockerfile(base, major).encode()
+            try:
+                client.images.build(
+                    fileobj=io.BytesIO(dockerfile), tag=tag, rm=True, forcerm=True, pull=False
+                )
+            except docker.errors.BuildError as exc:
+                lines = [str(chunk.get("stream", "")).rstrip() for chunk in exc.build_log]
+                tail = "\n".join(line for line in lines if line)[-3000:]
+                raise RuntimeError(f"building {tag} failed: {exc}\n{tail}") from None
+            logger.info("built Node %s image %s", major, tag)
+            yield BuildResult(tag, suite, True, time.monotonic() - started)
+    finally:
+        if own_client:
+            client.close()
+
+
 def ensure_base_image(base_image: str) -> str | None:
     """A problem that stops the demo (no Docker, no base image and no way to build it)."""
     import docker.errors
@@ -483,6 +559,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="build every Python's image (" + ", ".join(PYTHON_SUITES) + "), keeping existing tags",
     )
     parser.add_argument(
+        "--node",
+        action="store_true",
+        help="build the Node.js image of every suite of DEBIAN_NODE (swe-stream/node:<suite>) "
+        "on its base image, keeping existing tags",
+    )
+    parser.add_argument(
         "--ca-bundle",
         type=Path,
         default=None,
@@ -501,6 +583,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--force", action="store_true", help="rebuild even if the tag already exists"
     )
     args = parser.parse_args(argv)
+    if args.node:
+        return main_node(args.force)
     try:
         targets = resolve_targets(
             tag=args.tag, suite=args.suite, python=args.python, all_pythons=args.all_pythons
@@ -522,6 +606,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         ):
             print(result, flush=True)
     except (RuntimeError, OSError, ValueError, docker.errors.DockerException) as exc:
+        logger.error("%s", exc)
+        return 1
+    return 0
+
+
+def main_node(force: bool = False) -> int:
+    """Build every Node image (``--node``); 1 when one fails."""
+    from streams.evaluation.recipes.node_versions import DEBIAN_NODE
+
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    import docker.errors
+
+    try:
+        for result in build_node_images(DEBIAN_NODE, force=force):
+            print(result, flush=True)
+    except (RuntimeError, OSError, docker.errors.DockerException) as exc:
         logger.error("%s", exc)
         return 1
     return 0

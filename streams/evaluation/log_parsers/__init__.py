@@ -18,8 +18,9 @@ node's own TAP, ava, mocha's console). Reports: ``jest-json``, ``vitest-json`` (
 ``mocha-json``, ``node-events`` (``node.NODE_REPORTER``), ``tap`` (node-tap, node's own),
 ``ava-tap``; uvu has none. ``RUNNER_COMMANDS`` is the recipe side's table of how to run each
 so: the console options its log parser reads, and the arguments that write its report to a
-path the engine picks (``{path}``), the counterpart of ``validator.REPORTS`` for pytest; the
-engine does not use it yet.
+path the engine picks (``{path}``), the counterpart of ``validator.REPORTS`` for pytest: the
+one source of the options a recipe gives each runner (``js_recipe.RUNNER_OPTIONS``) and of
+the report arguments the validator appends.
 """
 
 from __future__ import annotations
@@ -99,12 +100,18 @@ class RunnerCommand:
     of ``validator.REPORTS``: the engine appends the test files, and ``report_arguments``
     with ``{path}`` replaced by where it wants the report, before or after the files)."""
 
-    command: str  # the runner with the console options its log parser reads
+    program: str  # how the runner is started
+    options: tuple[str, ...]  # the console options its log parser reads (the recipe's too)
     report_arguments: str | None  # turn the report on, written to {path}; None: no report
     report_before_files: bool = False  # node refuses options after its file arguments
     # "appended": test files are positional arguments; "pattern": one regex of their paths
     files: str = "appended"
     note: str = ""
+
+    @property
+    def command(self) -> str:
+        """The runner with its console options."""
+        return " ".join([self.program, *(shlex.quote(option) for option in self.options)])
 
     def line(self, files: Sequence[str] = (), report_path: str | None = None) -> str:
         """The shell command running ``files`` (all tests when empty), with the report written
@@ -123,35 +130,44 @@ class RunnerCommand:
 
 
 RUNNER_COMMANDS: dict[str, RunnerCommand] = {
-    "jest": RunnerCommand("npx jest --verbose", "--json --outputFile={path}"),
+    "jest": RunnerCommand(
+        "npx jest",
+        ("--ci", "--verbose", "--watchAll=false", "--coverage=false"),
+        "--json --outputFile={path}",
+    ),
     "vitest": RunnerCommand(
-        "npx vitest run --reporter=verbose",
+        "npx vitest run",
+        ("--reporter=verbose",),
         "--reporter=json --outputFile={path}",
         note="vitest run, not watch; the verbose console stays beside the JSON file",
     ),
     "mocha": RunnerCommand(
         "npx mocha",
+        (),  # its default console reporter is spec; a second --reporter is refused
         "--reporter json --reporter-option output={path}",
         note="mocha >= 9; with the json reporter the console is empty",
     ),
     # swe-stream's reporter (a data: URL) to stdout and to {path}: ids with the test's file
     "node": RunnerCommand(
-        f"node --test --test-reporter='{node.NODE_REPORTER}'",
+        "node --test",
+        (f"--test-reporter={node.NODE_REPORTER}",),
         f"--test-reporter-destination=stdout --test-reporter='{node.NODE_REPORTER}' "
         "--test-reporter-destination={path}",
         report_before_files=True,
         note="node >= 20; reporters pair with destinations in order; options after files fail",
     ),
     "tap": RunnerCommand(
-        "npx tap --reporter=tap --disable-coverage",
+        "npx tap",
+        ("--reporter=tap",),
         None,
         note="the console is the TAP report (kind tap): read it with parse_report too",
     ),
     "ava": RunnerCommand(
-        "npx ava --tap", None, note="the console is the TAP report (kind ava-tap)"
+        "npx ava", ("--tap",), None, note="the console is the TAP report (kind ava-tap)"
     ),
     "uvu": RunnerCommand(
         "npx uvu .",
+        (),
         None,
         files="pattern",
         note="uvu takes a directory and one regex of file paths, not files",

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from streams.evaluation.environments import ENV_DIR, TESTBED, InstallRecipe, TreeFiles
+from streams.evaluation.log_parsers import RUNNER_COMMANDS
 from streams.evaluation.recipes.js_project import (
     MAX_LOCKFILE_BYTES,
     JsFacts,
@@ -41,17 +42,10 @@ from streams.evaluation.recipes.js_scripts import Command, plan_script, runner_f
 from streams.evaluation.recipes.node_versions import declared_majors, node_major, node_order
 from streams.evaluation.recipes.overrides import RepositoryOverride, apply_override
 
-# the options each runner gets, for its log parser (``streams.evaluation.log_parsers``)
+# the options each runner gets, for its log parser: the parser side's table
+# (``log_parsers.RUNNER_COMMANDS``), whose report arguments the validator appends
 RUNNER_OPTIONS: dict[str, tuple[str, ...]] = {
-    "jest": ("--ci", "--verbose", "--watchAll=false", "--coverage=false"),
-    "vitest": ("--reporter=verbose",),
-    "mocha": ("--reporter", "spec"),
-    "node": ("--test-reporter=spec",),
-    "tap": ("--reporter=tap",),
-    "ava": ("--tap",),
-    "tape": (),
-    "uvu": (),
-    "jasmine": (),
+    runner: command.options for runner, command in RUNNER_COMMANDS.items()
 }
 # options (space-separated form) that take a value, per runner
 VALUE_OPTIONS: dict[str, frozenset[str]] = {
@@ -303,8 +297,7 @@ def runner_words(ctx: JsContext, package: Package, command: Command) -> list[str
         elif not _is_test_path(ctx, package, word):
             kept.append(word)  # a value of an option we do not know
     ours = RUNNER_OPTIONS.get(runner, ())
-    if runner != "mocha":  # single-word options: once (mocha's reporter pair is dropped above)
-        ours = tuple(o for o in ours if o not in kept)
+    ours = tuple(o for o in ours if o not in kept)  # single-word options: once
     return [*_program(runner), *kept, *ours]
 
 

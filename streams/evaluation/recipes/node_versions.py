@@ -2,10 +2,10 @@
 the counterpart of ``python_versions``.
 
 The candidates are the majors there are base images for. The base images are Debian suites
-with Debian's own ``nodejs`` package (``DEBIAN_NODE``: bookworm's is 18, checked with
-``apt-cache policy nodejs``; trixie's 20 and forky's 22 are what Debian ships there, an
-assumption kept in that one constant). What the repository says narrows them, strongest
-first:
+with Debian's own ``nodejs`` package (``DEBIAN_NODE``: bookworm's is 18, trixie's 20, forky's
+24, checked with ``apt-cache policy nodejs`` in each suite's base image, November 2026;
+``images.build_node_images`` builds them as ``swe-stream/node:<suite>``). What the
+repository says narrows them, strongest first:
 
 1. ``engines.node`` (an npm semver range): a candidate none of whose releases satisfies it is
    never tried;
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
 # The Node major of each Debian suite's ``nodejs`` package (the base images are per suite).
-DEBIAN_NODE: dict[str, str] = {"bookworm": "18", "trixie": "20", "forky": "22"}
+DEBIAN_NODE: dict[str, str] = {"bookworm": "18", "trixie": "20", "forky": "24"}
 
 # first release of each Node.js major (nodejs.org)
 RELEASED: dict[str, datetime] = {

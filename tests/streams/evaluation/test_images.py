@@ -375,3 +375,41 @@ def test_python_image_has_its_python_and_makes_a_venv(
     lines = logs.strip().splitlines()
     assert lines[0].startswith(f"Python {python}."), logs
     assert lines[-1].startswith("pip ") and f"(python {python})" in lines[-1], logs
+
+
+@pytest.mark.unit
+def test_node_dockerfile_stands_on_the_suite_base_image() -> None:
+    text = images.node_dockerfile("swe-stream/base:bookworm", "18")
+    assert text.startswith("FROM swe-stream/base:bookworm\n")
+    assert "apt-get install -y --no-install-recommends nodejs npm" in text
+    assert "npm install --global --no-audit --no-fund corepack" in text  # bookworm lacks it
+    assert f'LABEL {images.NODE_LABEL}="18"' in text
+    assert images.node_image_tag("trixie") == "swe-stream/node:trixie"
+
+
+@pytest.mark.unit
+def test_node_images_setting_names_each_suite_major() -> None:
+    from streams.core.settings import DockerSettings
+    from streams.evaluation.recipes.node_versions import DEBIAN_NODE, node_images_by_suite
+
+    tags = DockerSettings().node_images
+    assert node_images_by_suite(tags.values()) == tags
+    assert {images.node_image_tag(suite): major for suite, major in DEBIAN_NODE.items()} == {
+        tag: major for major, tag in tags.items()
+    }
+
+
+@pytest.mark.docker
+def test_node_images_have_their_suites_node_npm_and_corepack(
+    node_images: dict[str, str], run_container: Any
+) -> None:
+    for major, tag in node_images.items():
+        code, logs = run_container(
+            tag,
+            ["sh", "-c", "node --version && npm --version && corepack --version"],
+            network_mode="none",
+        )
+        assert code == 0, logs
+        node, npm, corepack = logs.split()
+        assert node.startswith(f"v{major}."), (tag, logs)
+        assert npm[0].isdigit() and corepack[0].isdigit(), logs

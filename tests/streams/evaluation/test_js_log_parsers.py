@@ -150,19 +150,23 @@ def test_runner_command_lines() -> None:
         runner: command.line(files, "/tmp/r/report") for runner, command in RUNNER_COMMANDS.items()
     }
     assert lines["jest"] == (
-        "npx jest --verbose test/a.test.js 'test/b c.test.ts' --json --outputFile=/tmp/r/report"
+        "npx jest --ci --verbose --watchAll=false --coverage=false test/a.test.js "
+        "'test/b c.test.ts' --json --outputFile=/tmp/r/report"
     )
     assert lines["mocha"].endswith("--reporter json --reporter-option output=/tmp/r/report")
     # node refuses options after its files: the report's come first
     reporter = f"'{node_parser.NODE_REPORTER}'"
     assert lines["node"] == (
-        f"node --test --test-reporter={reporter} --test-reporter-destination=stdout "
+        f"node --test '--test-reporter={node_parser.NODE_REPORTER}' "
+        "--test-reporter-destination=stdout "
         f"--test-reporter={reporter} --test-reporter-destination=/tmp/r/report "
         "test/a.test.js 'test/b c.test.ts'"
     )
     assert lines["uvu"] == "npx uvu . '(?:test/a\\.test\\.js|test/b\\ c\\.test\\.ts)$'"
     assert RUNNER_COMMANDS["tap"].line(files, "/tmp/r/report") == RUNNER_COMMANDS["tap"].line(files)
-    assert RUNNER_COMMANDS["jest"].line() == "npx jest --verbose"
+    assert RUNNER_COMMANDS["jest"].line() == (
+        "npx jest --ci --verbose --watchAll=false --coverage=false"
+    )
 
 
 @pytest.mark.unit
@@ -225,7 +229,7 @@ def test_the_node_reporter_is_a_data_url_module() -> None:
     assert "'" not in node_parser.NODE_REPORTER  # quoted in RUNNER_COMMANDS
     source = base64.b64decode(node_parser.NODE_REPORTER.split(",", 1)[1]).decode()
     assert source.startswith("export default async function*")
-    assert f"--test-reporter='{node_parser.NODE_REPORTER}'" in RUNNER_COMMANDS["node"].command
+    assert f"'--test-reporter={node_parser.NODE_REPORTER}'" in RUNNER_COMMANDS["node"].command
 
 
 @pytest.mark.unit

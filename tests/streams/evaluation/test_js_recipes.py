@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
 import subprocess
 import tarfile
 from datetime import UTC, datetime
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from streams.evaluation.environments import InstallRecipe, TreeFiles
+from streams.evaluation.log_parsers.node import NODE_REPORTER
 from streams.evaluation.recipes.js_project import read_js_project
 from streams.evaluation.recipes.js_recipe import infer_js_recipes
 from streams.evaluation.recipes.js_scripts import plan_script, split_commands
@@ -28,6 +30,9 @@ from streams.evaluation.recipes.node_versions import (
 )
 
 pytestmark = pytest.mark.unit
+
+# node --test with swe-stream's reporter (``log_parsers.RUNNER_COMMANDS``, the one source)
+NODE_TEST = "node --test " + shlex.quote(f"--test-reporter={NODE_REPORTER}")
 
 NODES = ["18", "20", "22"]
 IMAGES = node_images_by_suite(
@@ -193,11 +198,12 @@ def test_node_major_of_a_pin(text: str, major: str | None) -> None:
 
 
 def test_images_per_debian_suite() -> None:
-    assert DEBIAN_NODE == {"bookworm": "18", "trixie": "20", "forky": "22"}
+    # what `apt-cache policy nodejs` shows in each suite's base image
+    assert DEBIAN_NODE == {"bookworm": "18", "trixie": "20", "forky": "24"}
     assert IMAGES == {
         "18": "swe-stream/base:bookworm",
         "20": "swe-stream/base:trixie",
-        "22": "swe-stream/base:forky",
+        "24": "swe-stream/base:forky",
     }
     assert node_images_by_suite(["x/node-trixie", "x:sid"]) == {"20": "x/node-trixie"}
 
@@ -215,7 +221,7 @@ def test_recipes_per_node_from_nvmrc_and_ci_matrix() -> None:
         ".github/workflows/ci.yml": workflow,
     }
     recipes = recipes_of(files, created="2026-01-01")
-    assert [r.base_image for r in recipes] == [IMAGES["18"], IMAGES["20"], IMAGES["22"]]
+    assert [r.base_image for r in recipes] == [IMAGES["18"], IMAGES["20"], IMAGES["24"]]
     assert "node:18" in recipes[0].sources
     assert all(r.python is None for r in recipes)
     files[".nvmrc"] = "v20.11.0\n"
@@ -229,8 +235,8 @@ def test_recipes_per_node_from_nvmrc_and_ci_matrix() -> None:
     ("scripts", "dev", "runner", "command"),
     [
         ({"test": "xo && ava && tsd"}, ["ava", "xo", "tsd"], "ava", "ava --tap"),
-        ({"test": "nyc mocha"}, ["mocha", "nyc"], "mocha", "mocha --reporter spec"),
-        ({"test": "c8 node --test"}, ["c8"], "node", "node --test --test-reporter=spec"),
+        ({"test": "nyc mocha"}, ["mocha", "nyc"], "mocha", "mocha"),
+        ({"test": "c8 node --test"}, ["c8"], "node", NODE_TEST),
         ({"test": "standard && tape test/*.js"}, ["tape", "standard"], "tape", "tape"),
         ({"test": "tsc --noEmit && jest"}, ["jest", "typescript"], "jest",
          "jest --ci --verbose --watchAll=false --coverage=false"),
@@ -238,22 +244,22 @@ def test_recipes_per_node_from_nvmrc_and_ci_matrix() -> None:
          ["vitest"], "vitest", "vitest run --reporter=verbose"),
         # jshttp/cookie: test paths, --bail and the reporter go; other options stay
         ({"test": "mocha --reporter spec --bail --check-leaks test/"}, ["mocha"], "mocha",
-         "mocha --check-leaks --reporter spec"),
+         "mocha --check-leaks"),
         # picomatch: lint, then the mocha script
         ({"test": "npm run lint && npm run mocha", "lint": "eslint .",
-          "mocha": "mocha --reporter dot"}, ["mocha"], "mocha", "mocha --reporter spec"),
+          "mocha": "mocha --reporter dot"}, ["mocha"], "mocha", "mocha"),
         # yargs-parser: coverage wrapper with options, a glob of test files
         ({"test": "c8 --reporter=text --reporter=html mocha test/*.cjs"}, ["mocha", "c8"],
-         "mocha", "mocha --reporter spec"),
+         "mocha", "mocha"),
         ({"test": "nyc --reporter lcov mocha -r ts-node/register"}, ["mocha", "nyc"], "mocha",
-         "mocha -r ts-node/register --reporter spec"),
+         "mocha -r ts-node/register"),
         # unjs/ufo: `yarn lint`, a typecheck pass, then the suite
         ({"test": "yarn lint && vitest --run typecheck && vitest run", "lint": "eslint ."},
          ["vitest"], "vitest", "vitest run --reporter=verbose"),
         # koa: jest options kept
         ({"test": "jest --forceExit"}, ["jest"], "jest",
          "jest --forceExit --ci --verbose --watchAll=false --coverage=false"),
-        ({"test": "node --test"}, [], "node", "node --test --test-reporter=spec"),
+        ({"test": "node --test"}, [], "node", NODE_TEST),
         # eemeli/yaml: a config file is an option's value, not a test path
         ({"test": "jest --config config/jest.config.js"}, ["jest"], "jest",
          "jest --config config/jest.config.js --ci --verbose --watchAll=false --coverage=false"),
@@ -262,11 +268,11 @@ def test_recipes_per_node_from_nvmrc_and_ci_matrix() -> None:
          "tap --reporter=tap"),
         # fs-extra: a programmatic runner script; the runner is the one its dependencies name
         ({"test": "npm run lint && npm run unit", "lint": "standard", "unit": "nyc node test.js"},
-         ["mocha", "nyc", "standard"], "mocha", "mocha --reporter spec"),
+         ["mocha", "nyc", "standard"], "mocha", "mocha"),
         # nanoid: every test:* script, coverage through better-node-test
         ({"test": "pnpm run /^test:/", "test:coverage": "c8 bnt", "test:lint": "eslint .",
           "test:size": "size-limit"}, ["better-node-test", "c8"], "node",
-         "node --test --test-reporter=spec"),
+         NODE_TEST),
         # uvu files run themselves, one node per file
         ({"test": "uvu test"}, ["uvu"], "uvu", None),
     ],
