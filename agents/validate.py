@@ -118,7 +118,11 @@ class ValidateStage:
         made them run."""
         validator = self.validator
         tree, recipes = await asyncio.to_thread(
-            validator.recipes, patches.repo, patches.base_commit, patches.created_at
+            validator.recipes,
+            patches.repo,
+            patches.base_commit,
+            patches.created_at,
+            [*patches.test_files, *patches.source_files],
         )
         candidates = validator.built(patches.repo, patches.instance_id, tree, recipes)
         last: ValidationFailed | None = None

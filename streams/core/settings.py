@@ -227,7 +227,7 @@ class EnrichSettings(Section):
     languages: StrList = Field(
         # the languages validation can install and test: other PRs would spend API calls, LLM
         # tokens and a clone before validate rejects them
-        default_factory=lambda: ["Python"],
+        default_factory=lambda: ["Python", "JavaScript", "TypeScript"],
         description="repository languages kept (GitHub names); empty = all",
     )
     min_stars: int = Field(20, ge=0)

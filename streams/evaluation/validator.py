@@ -28,7 +28,7 @@ import re
 import shlex
 import time
 from collections import Counter
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -52,8 +52,22 @@ from streams.evaluation.environments import (
 )
 from streams.evaluation.grading import Evaluation, Run, Verdict, judge, recipe_problem
 from streams.evaluation.images import base_image_exists
-from streams.evaluation.log_parsers import log_parser, merge_statuses, parse_report
-from streams.evaluation.recipes.infer import infer_recipes
+from streams.evaluation.log_parsers import (
+    RUNNER_COMMANDS,
+    LogParser,
+    log_parser,
+    merge_statuses,
+    parse_report,
+)
+from streams.evaluation.recipes.infer import (
+    NO_NODE,
+    NO_PYTHON,
+    NO_RUNNER,
+    Inputs,
+    infer_recipes,
+    language_of,
+    runnable,
+)
 from streams.evaluation.recipes.memory import (
     RecipeTable,
     as_override,
@@ -78,7 +92,8 @@ TESTS_DID_NOT_RUN = "tests_did_not_run"  # no test result at all (usage/collecti
 TESTS_FAIL_AFTER_FIX = "tests_fail_after_fix"  # results, but none passed with the fix
 TESTS_SKIPPED = "tests_skipped"  # every touched test skipped, with the fix too
 SUBMODULE_MISSING = "submodule_missing"  # tests did not run, a submodule is not there
-NO_PYTHON = "no_python_for_requires_python"  # requires-python excludes every base image
+# NO_PYTHON (requires-python excludes every Python image), NO_NODE (engines.node every Node
+# image), NO_RUNNER (the test script runs no runner a log parser reads): ``recipes.infer``
 RECIPE_REJECTED = "recipe_rejected"  # a recipe verified from scratch did not run the tests
 # reasons another Python may not have: the next plausible one is tried
 ENVIRONMENT_REASONS = frozenset({TESTS_DID_NOT_RUN, TESTS_FAIL_AFTER_FIX})
@@ -113,6 +128,25 @@ REPORTS = {
         f"{PATCH_DIR}/report.xml", f"--junitxml={PATCH_DIR}/report.xml -o junit_family=xunit1"
     ),
 }
+
+
+REJECTIONS = (NO_NODE, NO_PYTHON, NO_RUNNER)  # the language-specific reasons of ``recipes``
+
+
+def report_file(runner: str, parser: LogParser) -> ReportFile | None:
+    """Where ``runner`` writes its report and the arguments appended after the test files:
+    pytest's from ``REPORTS``, a JavaScript runner's from ``RUNNER_COMMANDS`` (the recipe
+    gave it its console options from the same table); None when it writes none, or only
+    with arguments before its files (node: its console, swe-stream's reporter, is read)."""
+    if parser.report is None:
+        return None
+    if parser.report in REPORTS:
+        return REPORTS[parser.report]
+    command = RUNNER_COMMANDS.get(runner)
+    if command is None or command.report_arguments is None or command.report_before_files:
+        return None
+    path = f"{PATCH_DIR}/report.{parser.report}"
+    return ReportFile(path, command.report_arguments.replace("{path}", shlex.quote(path)))
 
 
 REPORT_MARKER = "__swe_stream_report_7c1e__"
@@ -312,26 +346,47 @@ class Validator:
         return TreeFiles(archive)
 
     def recipes(
-        self, repo: str, base_commit: str, created_at: datetime | None = None
+        self,
+        repo: str,
+        base_commit: str,
+        created_at: datetime | None = None,
+        changed_files: Sequence[str] = (),
     ) -> tuple[TreeFiles, list[InstallRecipe]]:
         """Blocking: clone (or reuse) ``repo`` and the recipes to try at ``base_commit``, best
         first: the remembered ones (``remembered_recipes``), then inference's (at most
-        ``validation.max_python_attempts``)."""
+        ``validation.max_python_attempts``), by the language of the tree (``LANGUAGES``;
+        ``changed_files``: the PR's, which pick a JavaScript workspace's package)."""
         tree = self.tree(repo, base_commit)
         override = self.overrides.lookup(repo)
         images = self.python_images()  # one look at the engine for every recipe made here
-        recipes, facts = self.inferred(repo, base_commit, tree, created_at, override, images)
-        if facts is None:
-            raise ValidationFailed(UNSUPPORTED, "no install recipe recognises the repository")
-        remembered = self.remembered_recipes(repo, base_commit, tree, created_at, override, images)
-        if not recipes and not remembered:
+        language = language_of(tree)
+        recipes, facts = self.inferred(
+            repo, base_commit, tree, created_at, override, images, changed_files
+        )
+        if facts is None or language is None:
             raise ValidationFailed(
-                NO_PYTHON,
-                f"requires-python {facts.requires_python!r} excludes every Python with a base "
-                f"image ({', '.join(sorted(self.docker.python_images))})",
+                UNSUPPORTED,
+                "no install recipe recognises the repository (no Python project files, no "
+                "package.json)",
+            )
+        remembered = self.remembered_recipes(
+            repo, base_commit, tree, created_at, override, images, changed_files
+        )
+        if not recipes and not remembered:
+            reason, detail = language.no_recipe(facts, self._inputs(repo, images))
+            raise ValidationFailed(reason, detail)
+        if not remembered and not any(runnable(r) for r in recipes):
+            notes = "; ".join(dict.fromkeys(n for r in recipes for n in r.notes))
+            raise ValidationFailed(
+                NO_RUNNER,
+                f"{language.name}: no test runner swe-stream reads "
+                f"({recipes[0].test_command!r}){'; ' + notes if notes else ''}",
             )
         inferred = [r for r in recipes[: self.settings.max_python_attempts] if r not in remembered]
         return tree, [*remembered, *inferred]
+
+    def _inputs(self, repo: str, images: dict[str, str]) -> Inputs:
+        return Inputs(repo=repo, python_images=images, node_images=self.node_images())
 
     def inferred(
         self,
@@ -341,16 +396,20 @@ class Validator:
         created_at: datetime | None,
         override: RepositoryOverride | None,
         images: dict[str, str] | None = None,
+        changed_files: Sequence[str] = (),
     ) -> tuple[list[InstallRecipe], Any]:
         """Inference's recipes for ``tree`` with ``override`` applied (``infer_recipes``), on
-        the Pythons of ``images`` (default: those on the engine)."""
+        the Pythons of ``images`` (default: those on the engine) or the Node images on the
+        engine, as the tree's language wants."""
         return infer_recipes(
             tree,
             repo=repo,
             python_images=self.python_images() if images is None else images,
+            node_images=self.node_images(),
             created_at=created_at,
             release_tag=lambda: self.repos.release_tag(repo, base_commit),
             override=override,
+            changed_files=changed_files,
         )
 
     def remembered_recipes(
@@ -361,6 +420,7 @@ class Validator:
         created_at: datetime | None,
         override: RepositoryOverride | None,
         images: dict[str, str],
+        changed_files: Sequence[str] = (),
     ) -> list[InstallRecipe]:
         """The recipes the memory holds for this commit of ``repo`` (its own dependency
         files' entry, then the repository's latest other one), made again by inference at
@@ -379,7 +439,9 @@ class Validator:
                 continue
             change = as_override(entry)
             layers = layered(change, override)
-            made, _ = self.inferred(repo, base_commit, tree, created_at, layers, images)
+            made, _ = self.inferred(
+                repo, base_commit, tree, created_at, layers, images, changed_files
+            )
             if not made:
                 continue
             origin = RecipeOrigin(
@@ -436,6 +498,16 @@ class Validator:
                 self.docker.base_image,
             )
         return present
+
+    def node_images(self) -> dict[str, str]:
+        """The Node majors whose image is on the engine (``docker.node_images``; built by
+        ``swe-stream images base --node``); none: the default base image, whatever Node the
+        recipe finds there."""
+        return {
+            major: tag
+            for major, tag in self.docker.node_images.items()
+            if base_image_exists(self.client, tag)
+        }
 
     def builder(self, fresh: bool = False) -> EnvironmentBuilder:
         return EnvironmentBuilder(
@@ -512,9 +584,10 @@ class Validator:
         instance_id: str,
         created_at: datetime | None = None,
         prefer_python: str | None = None,
+        changed_files: Sequence[str] = (),
     ) -> Generator[Environment, None, None]:
         """Blocking: an environment per recipe that installs, best first (``built``)."""
-        tree, recipes = self.recipes(repo, base_commit, created_at)
+        tree, recipes = self.recipes(repo, base_commit, created_at, changed_files)
         if prefer_python is not None:
             recipes.sort(key=lambda recipe: recipe.python != prefer_python)
         yield from self.built(repo, instance_id, tree, recipes)
@@ -691,7 +764,7 @@ class Validator:
         ``validation.test_timeout_seconds``): per-test statuses from ``runner``'s report and
         log, the exit code, and whether the two contradict each other (logged, counted)."""
         parser = log_parser(runner)
-        report = REPORTS.get(parser.report or "")
+        report = report_file(runner, parser)
         if report is not None:
             # the report is printed after the run, in the same exec, behind a marker line
             command = (

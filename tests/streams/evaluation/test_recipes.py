@@ -219,8 +219,11 @@ def test_addopts_are_made_safe_in_the_test_command() -> None:
     assert any("--cov=pkg" in note for note in recipe.notes)
 
 
-def test_a_tree_without_python_has_no_recipe() -> None:
-    assert recipes_of({"index.js": "", "package.json": "{}"}) == ([], None)
+def test_a_tree_without_python_has_no_python_recipe() -> None:
+    assert recipes_of({"main.go": "", "README.md": ""}) == ([], None)
+    # a package.json goes to the JavaScript chain (test_language_dispatch.py)
+    recipes, _ = recipes_of({"index.js": "", "package.json": "{}"})
+    assert recipes and all(r.language == "JavaScript" and r.python is None for r in recipes)
 
 
 # -- overrides --------------------------------------------------------------------------------

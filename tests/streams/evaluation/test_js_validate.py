@@ -1,0 +1,168 @@
+"""JavaScript / TypeScript end to end through the Python engine: a repository the test makes
+with git (a PR fixing a bug and adding the test that shows it), extracted, its recipe inferred
+from package.json and the lockfile, installed from the npm registry in a Node image
+(``swe-stream images base --node``), its tests run before and after the fix in Docker and
+read with the runner's report: FAIL_TO_PASS / PASS_TO_PASS exactly.
+
+The lockfiles under ``tests/data/js_validate`` were made with ``npm install
+--package-lock-only --ignore-scripts`` (npm 11, Node 20) from the package.json beside them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.extract import Extract
+from agents.validate import ValidateStage
+from schemas import PatchSet, ValidatedTask
+from streams.clients.git import RepoCache
+from streams.core.settings import DockerSettings, ExtractSettings, ValidateSettings
+from streams.evaluation.validator import Validator
+from streams.offline.local_repo import make_pull_request_repo
+from tests.agents.repo_tasks import classified_for
+
+pytestmark = pytest.mark.docker
+
+DATA = Path(__file__).parents[2] / "data" / "js_validate"
+
+
+def project(name: str) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted((DATA / name).iterdir())}
+
+
+async def validate(
+    tmp_path: Path,
+    repo: str,
+    base_files: dict[str, str],
+    pr_files: dict[str, str | None],
+    docker_client: Any,
+    base_image: str,
+    node_images: dict[str, str],
+) -> ValidatedTask:
+    pr = make_pull_request_repo(
+        tmp_path / "git", repo=repo, base_files=base_files, pr_files=pr_files
+    )
+    repos = RepoCache(tmp_path / "cache", pr.url_template)
+    outcome = await Extract(repos, ExtractSettings(), 1)(classified_for(pr))
+    (patches,) = outcome.outputs
+    assert isinstance(patches, PatchSet)
+    docker = DockerSettings(
+        base_image=base_image,
+        python_images={"3.11": base_image},
+        node_images=node_images,
+        cache_level="env",
+        memory_mb=2048,
+        cpus=2,
+    )
+    settings = ValidateSettings(runs=2, test_timeout_seconds=300)
+    stage = ValidateStage(Validator(repos, lambda: docker_client, docker, settings, 1))
+    outcome = await stage(patches)
+    assert outcome.status == "accepted", outcome.reason
+    (task,) = outcome.outputs
+    assert isinstance(task, ValidatedTask)
+    return task
+
+
+MATH_JS = """function add(a, b) {
+  return a - b;
+}
+
+function mul(a, b) {
+  return a * b;
+}
+
+module.exports = { add, mul };
+"""
+MATH_TEST_JS = """const { add, mul } = require('../src/math');
+
+describe('mul', () => {
+  test('multiplies', () => {
+    expect(mul(2, 3)).toBe(6);
+  });
+});
+"""
+ADD_TEST_JS = """
+describe('add', () => {
+  test('adds two numbers', () => {
+    expect(add(2, 3)).toBe(5);
+  });
+});
+"""
+
+
+async def test_jest_npm_lockfile(
+    tmp_path: Path, docker_client: Any, base_image: str, node_images: dict[str, str]
+) -> None:
+    base = {
+        **project("jest-npm"),
+        "src/math.js": MATH_JS,
+        "test/math.test.js": MATH_TEST_JS,
+        "test/other.test.js": "test('true is true', () => { expect(true).toBe(true); });\n",
+        "README.md": "calc\n",
+    }
+    fix = {
+        "src/math.js": MATH_JS.replace("a - b", "a + b"),
+        "test/math.test.js": MATH_TEST_JS + ADD_TEST_JS,
+    }
+    task = await validate(
+        tmp_path, "swe-stream-test/calc-js", base, fix, docker_client, base_image, node_images
+    )
+    assert task.FAIL_TO_PASS == ["test/math.test.js > add > adds two numbers"]
+    assert task.PASS_TO_PASS == ["test/math.test.js > mul > multiplies"]
+    config = task.install_config
+    assert config.language == "JavaScript" and config.test_runner == "jest"
+    assert config.python is None and config.base_image in node_images.values()
+    assert "--coverage" not in config.test_command.replace("--coverage=false", "")
+    assert task.validation.before["test/math.test.js > add > adds two numbers"] == "failed"
+
+
+SLUG_TS = """export function slugify(text: string): string {
+  return text.toLowerCase().replace(/ /, "-");
+}
+
+export function words(text: string): string[] {
+  return text.split(/\\s+/).filter(Boolean);
+}
+"""
+SLUG_TEST_TS = """import { describe, expect, it } from "vitest";
+import { slugify, words } from "../src/slug";
+
+describe("words", () => {
+  it("splits on whitespace", () => {
+    expect(words(" a  b ")).toEqual(["a", "b"]);
+  });
+});
+"""
+SLUG_FIX_TEST_TS = """
+describe("slugify", () => {
+  it("replaces every space", () => {
+    expect(slugify("A b c")).toBe("a-b-c");
+  });
+});
+"""
+
+
+async def test_vitest_typescript(
+    tmp_path: Path, docker_client: Any, base_image: str, node_images: dict[str, str]
+) -> None:
+    base = {
+        **project("vitest-ts"),
+        "tsconfig.json": '{"compilerOptions": {"strict": true, "module": "esnext", '
+        '"moduleResolution": "bundler", "target": "es2022"}}\n',
+        "src/slug.ts": SLUG_TS,
+        "test/slug.test.ts": SLUG_TEST_TS,
+    }
+    fix = {
+        "src/slug.ts": SLUG_TS.replace("/ /,", "/ /g,"),
+        "test/slug.test.ts": SLUG_TEST_TS + SLUG_FIX_TEST_TS,
+    }
+    task = await validate(
+        tmp_path, "swe-stream-test/slugs-ts", base, fix, docker_client, base_image, node_images
+    )
+    assert task.FAIL_TO_PASS == ["test/slug.test.ts > slugify > replaces every space"]
+    assert task.PASS_TO_PASS == ["test/slug.test.ts > words > splits on whitespace"]
+    config = task.install_config
+    assert config.language == "TypeScript" and config.test_runner == "vitest"
+    assert config.base_image in node_images.values()
