@@ -166,3 +166,62 @@ async def test_vitest_typescript(
     config = task.install_config
     assert config.language == "TypeScript" and config.test_runner == "vitest"
     assert config.base_image in node_images.values()
+
+
+UNITS_JS = """exports.toCelsius = (f) => (f - 32) * 5 / 9;
+exports.toKm = (miles) => miles * 1.6;
+"""
+UNITS_TEST_JS = """const assert = require('assert');
+const { toCelsius, toKm } = require('../lib/units');
+
+describe('toCelsius', () => {
+  it('converts freezing', () => {
+    assert.strictEqual(toCelsius(32), 0);
+  });
+});
+"""
+UNITS_FIX_TEST_JS = """
+describe('toKm', () => {
+  it('converts a marathon', () => {
+    assert.strictEqual(Math.round(toKm(26.2) * 1000) / 1000, 42.165);
+  });
+});
+"""
+
+
+def units_repo(name: str) -> tuple[dict[str, str], dict[str, str | None]]:
+    base = {
+        **project(name),
+        "lib/units.js": UNITS_JS,
+        "test/units.test.js": UNITS_TEST_JS,
+        ".mocharc.json": '{"spec": "test/**/*.test.js"}\n',
+    }
+    fix: dict[str, str | None] = {
+        "lib/units.js": UNITS_JS.replace("miles * 1.6", "miles * 1.609344"),
+        "test/units.test.js": UNITS_TEST_JS + UNITS_FIX_TEST_JS,
+    }
+    return base, fix
+
+
+@pytest.mark.parametrize(
+    ("name", "manager"), [("mocha-nyc", "npm"), ("pnpm-mocha", "pnpm")], ids=["npm-nyc", "pnpm"]
+)
+async def test_mocha(
+    tmp_path: Path,
+    docker_client: Any,
+    base_image: str,
+    node_images: dict[str, str],
+    name: str,
+    manager: str,
+) -> None:
+    """mocha under ``nyc`` (dropped) with an npm lockfile, and with pnpm (its version pinned by
+    ``packageManager``, fetched by corepack from the npm registry)."""
+    base, fix = units_repo(name)
+    repo = f"swe-stream-test/{name}"
+    task = await validate(tmp_path, repo, base, fix, docker_client, base_image, node_images)
+    # mocha's ids: the file, then its fullTitle (suites and title joined by one space)
+    assert task.FAIL_TO_PASS == ["test/units.test.js > toKm converts a marathon"]
+    assert task.PASS_TO_PASS == ["test/units.test.js > toCelsius converts freezing"]
+    config = task.install_config
+    assert config.test_runner == "mocha" and "nyc" not in config.test_command
+    assert f"package-manager:{manager}" in config.recipe
