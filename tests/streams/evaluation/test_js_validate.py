@@ -225,3 +225,63 @@ async def test_mocha(
     config = task.install_config
     assert config.test_runner == "mocha" and "nyc" not in config.test_command
     assert f"package-manager:{manager}" in config.recipe
+
+
+STACK_TS = """export class Stack<T> {
+  private items: T[] = [];
+
+  push(item: T): void {
+    this.items.push(item);
+  }
+
+  pop(): T | undefined {
+    return this.items.shift();
+  }
+
+  get size(): number {
+    return this.items.length;
+  }
+}
+"""
+STACK_TEST_TS = """import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Stack } from "../src/stack.ts";
+
+test("size counts the items", () => {
+  const stack = new Stack<number>();
+  stack.push(1);
+  stack.push(2);
+  assert.equal(stack.size, 2);
+});
+"""
+STACK_FIX_TEST_TS = """
+test("pop takes the last item", () => {
+  const stack = new Stack<number>();
+  stack.push(1);
+  stack.push(2);
+  assert.equal(stack.pop(), 2);
+});
+"""
+
+
+async def test_node_test_with_tsx_and_yarn(
+    tmp_path: Path, docker_client: Any, base_image: str, node_images: dict[str, str]
+) -> None:
+    """TypeScript through ``node --import=tsx --test`` (swe-stream's reporter names each
+    test's file), installed by yarn classic (pinned by ``packageManager``)."""
+    base = {
+        **project("yarn-node-tsx"),
+        "src/stack.ts": STACK_TS,
+        "test/stack.test.ts": STACK_TEST_TS,
+    }
+    fix = {
+        "src/stack.ts": STACK_TS.replace("this.items.shift()", "this.items.pop()"),
+        "test/stack.test.ts": STACK_TEST_TS + STACK_FIX_TEST_TS,
+    }
+    repo = "swe-stream-test/stack-ts"
+    task = await validate(tmp_path, repo, base, fix, docker_client, base_image, node_images)
+    assert task.FAIL_TO_PASS == ["test/stack.test.ts > pop takes the last item"]
+    assert task.PASS_TO_PASS == ["test/stack.test.ts > size counts the items"]
+    config = task.install_config
+    assert config.language == "TypeScript" and config.test_runner == "node"
+    assert "package-manager:yarn" in config.recipe and "--import=tsx" in config.test_command
