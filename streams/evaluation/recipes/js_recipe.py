@@ -154,14 +154,17 @@ def _manager_word(facts: JsFacts) -> str:
 def _manager_tool(facts: JsFacts) -> str | None:
     """The env step that installs the package manager (npm comes with Node)."""
     version = facts.manager_version
+    # --force: the Node images' corepack already put pnpm / yarn shims where npm installs
+    # them (EEXIST otherwise); the pinned release replaces the shim
+    install = "npm install -g --force --no-audit --no-fund"
     if facts.manager == "pnpm":
         lock = facts.lockfile.version if facts.lockfile else None
         wanted = version or PNPM_FOR_LOCKFILE.get(lock or "", "9")
-        return f"npm install -g --no-audit --no-fund pnpm@{wanted}"
+        return f"{install} pnpm@{wanted}"
     if facts.manager == "yarn":
-        return f"npm install -g --no-audit --no-fund yarn@{version or '1'}"
+        return f"{install} yarn@{version or '1'}"
     if facts.manager == "yarn-berry" and not facts.yarn_path:
-        return f"npm install -g --no-audit --no-fund @yarnpkg/cli-dist@{version or '4'}"
+        return f"{install} @yarnpkg/cli-dist@{version or '4'}"
     return None
 
 
@@ -176,8 +179,14 @@ def install_steps(facts: JsFacts, before: str | None) -> tuple[list[str], list[s
         fetch = "npm ci --ignore-scripts --no-audit --no-fund"
         install = ["npm ci --prefer-offline --no-audit --no-fund"]
     elif facts.manager == "npm":
-        dated = f" --before={before}" if before else ""
-        fetch = f"npm install{dated} --package-lock=true --ignore-scripts --no-audit --no-fund"
+        flags = "--package-lock=true --ignore-scripts --no-audit --no-fund"
+        # a registry (or mirror) whose metadata has no publish times refuses --before
+        # (ETARGET / ENOVERSIONS): then the newest versions the ranges allow
+        fetch = (
+            f"(npm install --before={before} {flags} || npm install {flags})"
+            if before
+            else f"npm install {flags}"
+        )
         install = [
             f"cp {ENV_DIR}/package-lock.json {TESTBED}/package-lock.json",
             "npm ci --prefer-offline --package-lock=true --no-audit --no-fund",
