@@ -141,26 +141,38 @@ def test_worker_on_its_own_embedded_broker_stops_cleanly_on_ctrl_c(worker_log: P
     """The README's main command: no --bootstrap, then Ctrl-C (SIGINT to the whole group)."""
     from tests.streams.kafka.test_broker import gone, tansu_pids
 
-    metrics_port = free_port()
-    command = [
-        SWE_STREAM,
-        "worker",
-        "--web-port",
-        str(free_port()),
-        "--metrics-port",
-        str(metrics_port),
-        "--app-id",
-        f"ctrl-c-{time.monotonic_ns()}",
-    ]
-    with open(worker_log, "wb") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=REPO_ROOT,
-            env=worker_env(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group, like a shell job
-        )
+    for _ in range(3):  # a port free_port() chose can be taken before the worker binds it
+        metrics_port = free_port()
+        command = [
+            SWE_STREAM,
+            "worker",
+            "--web-port",
+            str(free_port()),
+            "--metrics-port",
+            str(metrics_port),
+            "--app-id",
+            f"ctrl-c-{time.monotonic_ns()}",
+        ]
+        with open(worker_log, "wb") as log:
+            process = subprocess.Popen(
+                command,
+                cwd=REPO_ROOT,
+                env=worker_env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group, like a shell job
+            )
+        deadline = time.monotonic() + 20
+        while process.poll() is None and time.monotonic() < deadline:
+            said = worker_log.read_text(errors="replace")
+            if "Address already in use" in said or "Worker ready" in said:
+                break
+            time.sleep(0.2)
+        if "Address already in use" not in worker_log.read_text(errors="replace"):
+            break
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
     try:
         wait_for_metrics(metrics_port, process, worker_log)
         brokers = tansu_pids(parent=process.pid)
