@@ -29,6 +29,7 @@ from agents.setup_agent import SETUP_REASONS, SetupAgent, SetupFailure
 from schemas import PatchSet, ValidatedTask
 from streams.core import metrics
 from streams.core.errors import DOCKER, ServiceUnavailable
+from streams.evaluation.failures import with_cause
 from streams.evaluation.recipes.memory import remembered_entry
 from streams.evaluation.validator import (
     ENVIRONMENT_REASONS,
@@ -96,7 +97,7 @@ class ValidateStage:
                 task = await self._validate_somewhere(patches, has_tests)
             except ValidationFailed as failed:  # the stage framework logs the one line
                 await self._engine_answers(failed)
-                return Outcome.reject(failed.reason, failed.detail or None)
+                return Outcome.reject(failed.reason, with_cause(failed.reason, failed.detail))
             except Exception as error:
                 await self._engine_answers(error)
                 raise
@@ -195,7 +196,7 @@ class ValidateStage:
                 metrics.RECIPE_MEMORY_LOOKUPS.labels(result="stale").inc()
             if failed.tests_ran:
                 await self._remember(patches, environment, failed.tests_ran)
-            failed.detail = f"[python {recipe.python}; recipe {', '.join(recipe.sources)}] " + (
+            failed.detail = f"[{recipe.interpreter}; recipe {', '.join(recipe.sources)}] " + (
                 failed.detail
             )
             raise

@@ -20,9 +20,9 @@ without one, the endpoint and key of ``SWE_STREAM_LLM_BASE_URL`` / ``OPENROUTER_
 set (the same command; off without a key). Each repository's line says how many of its PRs
 were validated with the agent's recipe and with it remembered.
 
-Printed: a row per PR (repo#N, Python, recipe, the stage it reached, its reason or its
-FAIL_TO_PASS / PASS_TO_PASS counts, seconds in validate), a line per repository (did its tests
-run at a base commit), and last
+Printed: a row per PR (repo#N, its Python or Node, recipe, the stage it reached, its reason or
+its FAIL_TO_PASS / PASS_TO_PASS counts, seconds in validate), a line per repository (did its
+tests run at a base commit), and last
 
     environments: A of R repositories ran their tests
     validated: X of N PRs (Y%)
@@ -66,6 +66,7 @@ from schemas import LedgerEntry, ValidatedTask
 from streams.core.settings import DockerSettings, validations_for_machine
 from streams.evaluation.environments import LABEL as LAYER_LABEL
 from streams.evaluation.environments import EnvironmentBuilder
+from streams.evaluation.failures import cause_of
 from streams.evaluation.images import base_image_exists
 from streams.evaluation.validator import docker_from_env
 from streams.kafka.broker import EmbeddedBroker
@@ -93,7 +94,11 @@ class Row:
     validated: bool
     reason: str | None = None
     detail: str | None = None
+    cause: str | None = None  # the first line of a rejection's detail (``failures``)
     python: str | None = None
+    node: str | None = None  # the Node major (JavaScript / TypeScript), "default" or None
+    language: str | None = None
+    test_runner: str | None = None
     recipe: str | None = None
     fail_to_pass: int | None = None
     pass_to_pass: int | None = None
@@ -162,6 +167,14 @@ async def collect(bootstrap: str, corpus: Corpus) -> list[Row]:
     return rows
 
 
+DETAIL_PREFIX = re.compile(r"\[(python|node) ([\w.]+); recipe ([^\]]*)\] ")
+
+
+def _node_of(sources: list[str]) -> str | None:
+    """The Node major a JavaScript recipe names (its ``node:20`` source)."""
+    return next((s.split(":", 1)[1] for s in sources if s.startswith("node:")), None)
+
+
 def _row(key: str, repo: str, entries: list[LedgerEntry], task: ValidatedTask | None) -> Row:
     if not entries:
         return Row(key, repo, "-", "never seen", False, "not_in_ledger")
@@ -182,16 +195,29 @@ def _row(key: str, repo: str, entries: list[LedgerEntry], task: ValidatedTask | 
     )
     if task is not None:
         config = task.install_config
-        row.python = config.python if config else None
-        row.recipe = ",".join(config.recipe) if config else None
+        if config is not None:
+            row.python, row.recipe = config.python, ",".join(config.recipe)
+            row.language, row.test_runner = config.language, config.test_runner
+            if config.language != "Python":
+                row.node = _node_of(config.recipe)
         row.fail_to_pass, row.pass_to_pass = len(task.FAIL_TO_PASS), len(task.PASS_TO_PASS)
         row.seconds = round(task.validation.duration_seconds, 1)
     elif validate:
-        # the validator prefixes its details with "[python X; recipe A, B] "
-        shown = re.match(r"\[python ([\d.]+|None); recipe ([^\]]*)\] ", last.detail or "")
+        # a rejection's detail: "cause: ...\n" (failures.with_cause) where the log shows one,
+        # then "[python X; recipe A, B] " ("[node 20; ...]") from validate
+        row.cause = cause_of(last.detail)
+        detail = last.detail or ""
+        if row.cause is not None:
+            detail = detail.split("\n", 1)[1] if "\n" in detail else ""
+            row.detail = detail
+        shown = DETAIL_PREFIX.match(detail)
         if shown:
-            row.python, row.recipe = shown[1], shown[2].replace(" ", "")
-            row.detail = (last.detail or "")[shown.end() :]
+            row.recipe = shown[3].replace(" ", "")
+            if shown[1] == "python":
+                row.python = shown[2]
+            else:
+                row.node = shown[2]
+            row.detail = detail[shown.end() :]
         if before:
             row.seconds = round(
                 (validate[-1].updated_at - before[-1].updated_at).total_seconds(), 1
@@ -200,17 +226,20 @@ def _row(key: str, repo: str, entries: list[LedgerEntry], task: ValidatedTask | 
 
 
 def print_report(rows: list[Row], corpus: Corpus, seconds: float) -> None:
-    print(f"{'PR':40} {'python':6} {'recipe':22} {'stage':9} {'result':44} {'s':>6}")
+    print(f"{'PR':40} {'runs on':9} {'recipe':22} {'stage':9} {'result':44} {'s':>6}")
     for row in rows:
         if row.validated:
             result = f"validated F2P={row.fail_to_pass} P2P={row.pass_to_pass}"
         else:
             result = f"{row.status}: {row.reason}"
         seconds_text = f"{row.seconds:6.0f}" if row.seconds is not None else "     -"
+        runs_on = f"node {row.node}" if row.node else row.python or "-"
         print(
-            f"{row.pr:40} {row.python or '-':6} {(row.recipe or '-')[:22]:22} {row.stage:9} "
+            f"{row.pr:40} {runs_on:9} {(row.recipe or '-')[:22]:22} {row.stage:9} "
             f"{result[:44]:44} {seconds_text}"
         )
+        if row.cause:
+            print(f"{'':40}   cause: {row.cause}")
         if row.detail:
             print(f"{'':40}   {row.detail[:300]}")
     print()
@@ -233,7 +262,8 @@ def print_report(rows: list[Row], corpus: Corpus, seconds: float) -> None:
     reasons: dict[str, int] = defaultdict(int)
     for row in rows:
         if not row.validated:
-            reasons[f"{row.stage}/{row.reason}"] += 1
+            cause = f": {row.cause}" if row.cause else ""
+            reasons[f"{row.stage}/{row.reason}{cause}"] += 1
     print()
     for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
         print(f"  {count:3} {reason}")
@@ -351,11 +381,12 @@ def forget_environments(since: float) -> int:
 
 
 def prepare_tools_layers() -> None:
-    """Every Python's tools layer, built before any timed run."""
+    """The tools layer of every Python's and every Node's base image (a JavaScript / TypeScript
+    environment stands on one too), built before any timed run."""
     client = docker_from_env()
     docker = DockerSettings()
     builder = EnvironmentBuilder(client, docker.base_image, package_cache=docker.package_cache)
-    for tag in docker.python_images.values():
+    for tag in dict.fromkeys([*docker.python_images.values(), *docker.node_images.values()]):
         if base_image_exists(client, tag):
             builder.tools_image(tag)
 

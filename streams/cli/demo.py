@@ -23,12 +23,12 @@ from schemas.harness import HarnessReport
 from streams.cli.options import Commands, Parents, interactive
 from streams.core.settings import Settings
 from streams.evaluation.harness import HarnessEngine, HarnessOptions, evaluate_all
-from streams.evaluation.images import ensure_base_image
+from streams.evaluation.images import ensure_base_image, ensure_node_image
 from streams.evaluation.sandbox import Limits
 from streams.evaluation.taskdir import WORKSPACE, load_workspace
 from streams.evaluation.validator import validate_task_dirs
 from streams.kafka.broker import kafka_bootstrap
-from streams.offline.world import offline_world
+from streams.offline.world import DEMO_PROJECTS, offline_world
 from streams.runtime.live import LiveView
 from streams.runtime.runner import RunPlan, run_pipeline
 from streams.runtime.topology import make_validator
@@ -48,6 +48,13 @@ def register(commands: Commands, parents: Parents) -> None:
     demo.add_argument("--workdir", type=Path, help="scratch directory (default: ./demo-run)")
     demo.add_argument("--hour-file", type=Path, help="GH Archive hour to serve (default: shipped)")
     demo.add_argument("--no-live", action="store_true", help="log lines, no live table")
+    demo.add_argument(
+        "--language",
+        choices=sorted(DEMO_PROJECTS),
+        default="python",
+        help="the language of the demo repository (default: python); javascript runs in a "
+        "Node image (built if none is there)",
+    )
     demo.set_defaults(handler=run_demo)
 
 
@@ -66,6 +73,8 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     output = (args.output or workdir / "tasks").absolute()
     workdir.mkdir(parents=True, exist_ok=True)
     problem = ensure_base_image(settings.docker.base_image)
+    if not problem and args.language == "javascript":
+        problem = ensure_node_image(settings.docker.node_images, settings.docker.base_image)
     if problem:
         print(f"swe-stream demo: {problem}", file=sys.stderr)
         return 1
@@ -76,7 +85,7 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     view = LiveView(live)
     world_root = Path(tempfile.mkdtemp(prefix="world-", dir=workdir))
     try:
-        with offline_world(world_root, args.hour_file) as world:
+        with offline_world(world_root, args.hour_file, language=args.language) as world:
             demo = with_sections(
                 settings,
                 gharchive={"base_url": world.gharchive_url},

@@ -121,6 +121,14 @@ class InstallRecipe:
     def variables(self) -> dict[str, str]:
         return dict(self.environment)
 
+    @property
+    def interpreter(self) -> str:
+        """What runs the tests, for people reading a reason: ``python 3.11``, ``node 20``."""
+        if self.python is not None or self.language == "Python":
+            return f"python {self.python or 'default'}"
+        node = next((s.split(":", 1)[1] for s in self.sources if s.startswith("node:")), None)
+        return f"node {node or 'default'}"
+
 
 class TreeFiles:
     """The files of a ``git archive`` tar: names and (small) contents."""

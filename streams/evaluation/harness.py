@@ -54,6 +54,7 @@ from schemas.workspace import TaskWorkspace
 from streams.core import metrics
 from streams.core.progress import PROGRESS
 from streams.evaluation.grading import Run
+from streams.evaluation.log_parsers import check_command, file_of
 from streams.evaluation.predictions import (
     LOG_DIR,
     Outcome,
@@ -158,24 +159,20 @@ def task_checks(task: TaskWorkspace, environment: Environment, isolate: bool = F
     if task.fail_to_pass:
         f2p, p2p = list(task.fail_to_pass), list(task.pass_to_pass)
     else:
-        base = environment.recipe.test_command
-        f2p = [test_command(base, [t]) for t in f2p_ids]
-        p2p = [test_command(base, [t]) for t in p2p_ids]
+        base, runner = environment.recipe.test_command, environment.recipe.test_runner
+        f2p = [check_command(base, runner, t) for t in f2p_ids]
+        p2p = [check_command(base, runner, t) for t in p2p_ids]
     ids = f2p_ids + p2p_ids
-    files = sorted({file_of(t) for t in ids})
+    files = [file_of(t) for t in ids]
     one_run = (
         not isolate
         and bool(ids)
         and len(f2p_ids) == len(f2p)
         and len(p2p_ids) == len(p2p)
-        and all("::" in t and file_of(t) for t in ids)
+        and all(files)
     )
-    return Checks(f2p, p2p, f2p_ids, p2p_ids, files if one_run else [])
-
-
-def file_of(test_id: str) -> str:
-    """The file of a ``path::name`` test id (the whole id when it has no ``::``)."""
-    return test_id.split("::", 1)[0]
+    named = sorted({f for f in files if f})
+    return Checks(f2p, p2p, f2p_ids, p2p_ids, named if one_run else [])
 
 
 def run_check(box: Sandbox, command: str, timeout: float) -> CommandResult:
@@ -286,7 +283,9 @@ class HarnessEngine:
             # the budget the checks would have had one by one
             budget = timeout * (len(checks.fail_to_pass) + len(checks.pass_to_pass))
             command = test_command(environment.recipe.test_command, checks.files)
-            run = self.validator.run_tests(box, command, environment.recipe.test_runner, budget)
+            run = self.validator.run_tests(
+                box, command, environment.recipe.test_runner, budget, checks.files
+            )
         return Graded(
             True,
             graded_checks(checks.fail_to_pass, checks.fail_to_pass_ids, run),

@@ -538,6 +538,31 @@ def ensure_base_image(base_image: str) -> str | None:
     return None
 
 
+def ensure_node_image(node_images: dict[str, str], base_image: str) -> str | None:
+    """A problem that stops a JavaScript demo: none of ``node_images`` (Node major -> tag)
+    exists and the one of ``base_image``'s suite cannot be built on it."""
+    import docker
+
+    from streams.evaluation.recipes.node_versions import DEBIAN_NODE
+
+    client = docker.from_env(timeout=1800)
+    try:
+        if any(base_image_exists(client, tag) for tag in node_images.values()):
+            return None
+        for suite, major in DEBIAN_NODE.items():
+            tag = node_image_tag(suite)
+            if node_images.get(major) == tag and base_image.endswith(f":{suite}"):
+                logger.info("building the Node %s image %s (about a minute)", major, tag)
+                try:
+                    list(build_node_images({suite: major}, client=client))
+                except RuntimeError as exc:
+                    return str(exc)
+                return None
+    finally:
+        client.close()
+    return "no Node.js image (docker.node_images) exists: run `swe-stream images base --node`"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m streams.evaluation.images``: build the base image (a no-op if the tag exists)."""
     parser = argparse.ArgumentParser(

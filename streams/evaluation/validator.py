@@ -55,9 +55,12 @@ from streams.evaluation.images import base_image_exists
 from streams.evaluation.log_parsers import (
     RUNNER_COMMANDS,
     LogParser,
+    check_command,
+    file_of,
     log_parser,
     merge_statuses,
     parse_report,
+    with_files,
 )
 from streams.evaluation.recipes.infer import (
     NO_NODE,
@@ -568,7 +571,7 @@ class Validator:
                 box.put_file(f"{PATCH_DIR}/test.patch", test_patch)
                 if not self._apply(box, f"{PATCH_DIR}/test.patch"):
                     raise ValidationFailed(TEST_PATCH_FAILS)
-            run = self.run_tests(box, command, environment.recipe.test_runner)
+            run = self.run_tests(box, command, environment.recipe.test_runner, files=files)
         problem = recipe_problem(run.statuses)
         if problem:
             ended = f"exit code {run.exit_code}" + (", timed out" if run.timed_out else "")
@@ -607,11 +610,11 @@ class Validator:
                 if not exc.step:  # the engine's trouble (a missing base image), not the recipe's
                     raise
                 failures.append(
-                    f"python {recipe.python} ({', '.join(recipe.sources)}): {exc.layer} step "
+                    f"{recipe.interpreter} ({', '.join(recipe.sources)}): {exc.layer} step "
                     f"`{exc.step}` failed:\n"
                     + tail(exc.log_tail, TAIL_CHARS // max(1, len(recipes)))
                 )
-                log.info("%s: python %s does not install: %s", repo, recipe.python, exc.step)
+                log.info("%s: %s does not install: %s", repo, recipe.interpreter, exc.step)
                 continue
             built += 1
             yield environment
@@ -645,7 +648,7 @@ class Validator:
         SWE-bench does: hidden tests applied after it, then every FAIL_TO_PASS and
         PASS_TO_PASS test must pass."""
         tests = fail_to_pass + pass_to_pass
-        files = sorted({test.split("::", 1)[0] for test in tests})
+        files = sorted({file_of(test) or test for test in tests})
         command = test_command(environment.recipe.test_command, files)
         with environment.sandbox(self.limits, RUN_VARIABLES) as box:
             box.put_files(
@@ -656,7 +659,8 @@ class Validator:
             rebuild_after(box, environment.recipe, candidate)
             if test_patch.strip() and not self._apply(box, f"{PATCH_DIR}/test.patch"):
                 raise ValidationFailed(TEST_PATCH_FAILS)
-            statuses = self.run_tests(box, command, environment.recipe.test_runner).statuses
+            runner = environment.recipe.test_runner
+            statuses = self.run_tests(box, command, runner, files=files).statuses
         return Evaluation(
             True, {t: statuses.get(t, "error") for t in tests}, fail_to_pass, pass_to_pass
         )
@@ -678,11 +682,16 @@ class Validator:
             if not self._apply(box, f"{PATCH_DIR}/test.patch"):
                 raise ValidationFailed(TEST_PATCH_FAILS)
             runner = environment.recipe.test_runner
-            befores = [self.run_tests(box, command, runner) for _ in range(before_runs)]
+            befores = [
+                self.run_tests(box, command, runner, files=test_files) for _ in range(before_runs)
+            ]
             if not self._apply(box, f"{PATCH_DIR}/fix.patch"):
                 raise ValidationFailed(PATCH_FAILS)
             rebuild_after(box, environment.recipe, fix)
-            afters = [self.run_tests(box, command, runner) for _ in range(self.settings.runs)]
+            afters = [
+                self.run_tests(box, command, runner, files=test_files)
+                for _ in range(self.settings.runs)
+            ]
         runs = [*befores, *afters]
         verdict = judge(befores, afters)
         report = ValidationReport(
@@ -751,18 +760,24 @@ class Validator:
                 recipe=list(recipe.sources),
                 remote=self.repos.public_url(patches.repo),
             ),
-            checks=[test_command(recipe.test_command, [test]) for test in tests],
+            checks=[check_command(recipe.test_command, recipe.test_runner, t) for t in tests],
         )
 
     def _apply(self, box: Sandbox, path: str) -> bool:
         return apply_patch(box, path)
 
     def run_tests(
-        self, box: Sandbox, command: str, runner: str, timeout: float | None = None
+        self,
+        box: Sandbox,
+        command: str,
+        runner: str,
+        timeout: float | None = None,
+        files: Sequence[str] = (),
     ) -> Run:
         """One run of ``command`` in ``box`` (killed at ``timeout``, default
         ``validation.test_timeout_seconds``): per-test statuses from ``runner``'s report and
-        log, the exit code, and whether the two contradict each other (logged, counted)."""
+        log, the exit code, and whether the two contradict each other (logged, counted).
+        ``files``: the test files it runs, put in the ids of a JS runner that names none."""
         parser = log_parser(runner)
         report = report_file(runner, parser)
         if report is not None:
@@ -785,6 +800,8 @@ class Validator:
         statuses = parser.parse(output)
         if report is not None and parser.report is not None:
             statuses = merge_statuses(read_report(parser.report, report_text), statuses)
+        if runner in RUNNER_COMMANDS:  # ava, mocha's console: ids without their file
+            statuses = with_files(statuses, list(files))
         hung = parser.running_when_killed(output) if result.timed_out else None
         if hung:
             statuses[hung] = "error"

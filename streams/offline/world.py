@@ -2,8 +2,9 @@
 
 Without internet access or tokens the pipeline still runs for real, against local services:
 
-- a **repository** made with git on this machine: a small Python package with a bug, and a
-  merged pull request that fixes it and adds a test; published as a bare remote over
+- a **repository** made with git on this machine: a small package (Python, or JavaScript
+  with ``--language javascript``) with a bug, and a merged pull request that fixes it and
+  adds a test; published as a bare remote over
   ``file://``, so extract clones it as it would clone GitHub;
 - a **GH Archive** server on 127.0.0.1 serving a real hour (the 2015-01-01 00:00 UTC hour
   shipped with the package, or any hour file) with one more PullRequestEvent appended: the
@@ -31,11 +32,24 @@ from isal import igzip
 from streams.offline.local_http import LocalServer, running
 from streams.offline.local_repo import PullRequestRepo, make_pull_request_repo, run_git
 
-DEMO_REPO = "swe-stream-demo/units"
 DEMO_HOUR = "2015-01-01-0"
 DEMO_NUMBER = 1  # the local remote keeps the merged PR as refs/pull/1/head
 
-BASE_FILES = {
+
+@dataclass(frozen=True)
+class DemoProject:
+    """A small project with a bug and the pull request that fixes it and adds the test that
+    shows it, in one language."""
+
+    repo: str
+    language: str  # as GitHub names it
+    base_files: dict[str, str]
+    fix_files: dict[str, str | None]
+    title: str
+    body: str
+
+
+PYTHON_BASE = {
     "README.md": "# units\n\nConversions between units of measure.\n",
     "pyproject.toml": '[project]\nname = "units"\nversion = "0.1.0"\n',
     "units/__init__.py": (
@@ -58,11 +72,11 @@ BASE_FILES = {
         "    assert celsius_to_fahrenheit(100) == 212\n"
     ),
 }
-FIX_FILES: dict[str, str | None] = {
-    "units/temperature.py": BASE_FILES["units/temperature.py"].replace(
+PYTHON_FIX: dict[str, str | None] = {
+    "units/temperature.py": PYTHON_BASE["units/temperature.py"].replace(
         "return fahrenheit - 32 * 5 / 9", "return (fahrenheit - 32) * 5 / 9"
     ),
-    "tests/test_temperature.py": BASE_FILES["tests/test_temperature.py"].replace(
+    "tests/test_temperature.py": PYTHON_BASE["tests/test_temperature.py"].replace(
         "from units import celsius_to_fahrenheit\n",
         "from units import celsius_to_fahrenheit, fahrenheit_to_celsius\n",
     )
@@ -77,6 +91,66 @@ BODY = (
     "fahrenheit_to_celsius(212) returns 194.2 instead of 100: the subtraction of 32 must "
     "happen before the scaling by 5/9."
 )
+# the JavaScript twin: npm with a lockfile (npm ci), Node's own test runner, no dependencies
+# (the demo installs nothing from a registry)
+JS_LOCK = (
+    '{\n  "name": "units",\n  "version": "0.1.0",\n  "lockfileVersion": 3,\n'
+    '  "requires": true,\n  "packages": {\n    "": {\n      "name": "units",\n'
+    '      "version": "0.1.0",\n      "license": "MIT"\n    }\n  }\n}\n'
+)
+JS_BASE = {
+    "README.md": "# units\n\nConversions between units of measure.\n",
+    "package.json": (
+        '{\n  "name": "units",\n  "version": "0.1.0",\n  "license": "MIT",\n'
+        '  "main": "src/temperature.js",\n  "scripts": {\n    "lint": "eslint .",\n'
+        '    "test": "npm run lint && node --test test/"\n  }\n}\n'
+    ),
+    "package-lock.json": JS_LOCK,
+    "src/temperature.js": (
+        "'use strict';\n\n"
+        "function celsiusToFahrenheit(celsius) {\n  return celsius * 9 / 5 + 32;\n}\n\n"
+        "function fahrenheitToCelsius(fahrenheit) {\n  return fahrenheit - 32 * 5 / 9;\n}\n\n"
+        "module.exports = { celsiusToFahrenheit, fahrenheitToCelsius };\n"
+    ),
+    "test/temperature.test.js": (
+        "'use strict';\n\nconst assert = require('node:assert');\n"
+        "const { describe, it } = require('node:test');\n"
+        "const { celsiusToFahrenheit } = require('../src/temperature');\n\n"
+        "describe('celsiusToFahrenheit', () => {\n"
+        "  it('freezing point', () => {\n"
+        "    assert.strictEqual(celsiusToFahrenheit(0), 32);\n  });\n"
+        "  it('boiling point', () => {\n"
+        "    assert.strictEqual(celsiusToFahrenheit(100), 212);\n  });\n});\n"
+    ),
+}
+JS_FIX: dict[str, str | None] = {
+    "src/temperature.js": JS_BASE["src/temperature.js"].replace(
+        "return fahrenheit - 32 * 5 / 9", "return (fahrenheit - 32) * 5 / 9"
+    ),
+    "test/temperature.test.js": JS_BASE["test/temperature.test.js"].replace(
+        "const { celsiusToFahrenheit } =", "const { celsiusToFahrenheit, fahrenheitToCelsius } ="
+    )
+    + (
+        "\ndescribe('fahrenheitToCelsius', () => {\n"
+        "  it('boiling point', () => {\n"
+        "    assert.strictEqual(fahrenheitToCelsius(212), 100);\n  });\n});\n"
+    ),
+}
+DEMO_PROJECTS: dict[str, DemoProject] = {
+    "python": DemoProject("swe-stream-demo/units", "Python", PYTHON_BASE, PYTHON_FIX, TITLE, BODY),
+    "javascript": DemoProject(
+        "swe-stream-demo/units-js",
+        "JavaScript",
+        JS_BASE,
+        JS_FIX,
+        "Fix fahrenheitToCelsius operator precedence",
+        BODY.replace("fahrenheit_to_celsius", "fahrenheitToCelsius"),
+    ),
+}
+DEMO_REPO = DEMO_PROJECTS["python"].repo
+# the Python project's files, as tests name them
+BASE_FILES = PYTHON_BASE
+FIX_FILES = PYTHON_FIX
 
 
 def shipped_hour() -> Path:
@@ -84,10 +158,18 @@ def shipped_hour() -> Path:
     return Path(str(resources.files("streams.offline") / "demo_data" / f"{DEMO_HOUR}.json.gz"))
 
 
-def make_demo_repository(root: Path, repo: str = DEMO_REPO) -> PullRequestRepo:
-    """The demo repository with its merged pull request, published under ``root``."""
+def make_demo_repository(
+    root: Path, repo: str | None = None, language: str = "python"
+) -> PullRequestRepo:
+    """The demo repository of ``language`` (a key of ``DEMO_PROJECTS``) with its merged pull
+    request, published under ``root``."""
+    project = DEMO_PROJECTS[language]
     return make_pull_request_repo(
-        root, repo=repo, base_files=BASE_FILES, pr_files=FIX_FILES, main_files_after_branch={}
+        root,
+        repo=repo or project.repo,
+        base_files=project.base_files,
+        pr_files=project.fix_files,
+        main_files_after_branch={},
     )
 
 
@@ -120,6 +202,7 @@ class DemoPullRequest:
     number: int
     files: list[dict[str, Any]]
     merged_at: str
+    project: DemoProject = DEMO_PROJECTS["python"]
 
     @property
     def owner(self) -> str:
@@ -135,7 +218,7 @@ class DemoPullRequest:
             "private": False,
             "fork": False,
             "archived": False,
-            "language": "Python",
+            "language": self.project.language,
             "stargazers_count": 321,
             "watchers_count": 321,
             "default_branch": "main",
@@ -149,8 +232,8 @@ class DemoPullRequest:
             "id": 900_000_100 + self.number,
             "number": self.number,
             "state": "closed",
-            "title": TITLE,
-            "body": BODY,
+            "title": self.project.title,
+            "body": self.project.body,
             "user": {"login": "demo-contributor", "id": 900_000_002, "type": "User"},
             "created_at": "2014-12-31T22:00:00Z",
             "updated_at": self.merged_at,
@@ -186,9 +269,9 @@ class DemoPullRequest:
 
 
 def demo_pull_request(
-    pr: PullRequestRepo, merged_at: str = "2015-01-01T00:59:00Z"
+    pr: PullRequestRepo, merged_at: str = "2015-01-01T00:59:00Z", language: str = "python"
 ) -> DemoPullRequest:
-    return DemoPullRequest(pr, DEMO_NUMBER, _diff_files(pr), merged_at)
+    return DemoPullRequest(pr, DEMO_NUMBER, _diff_files(pr), merged_at, DEMO_PROJECTS[language])
 
 
 def hour_with_events(hour_file: Path, events: list[dict[str, Any]]) -> bytes:
@@ -339,11 +422,12 @@ class OfflineWorld:
 
 @contextlib.contextmanager
 def offline_world(
-    root: Path, hour_file: Path | None = None, hour: str = DEMO_HOUR
+    root: Path, hour_file: Path | None = None, hour: str = DEMO_HOUR, language: str = "python"
 ) -> Iterator[OfflineWorld]:
-    """Make the demo repository under ``root`` and serve the hour and the API until the
-    block ends."""
-    pr = demo_pull_request(make_demo_repository(root / "git"))
+    """Make the demo repository of ``language`` under ``root`` and serve the hour and the API
+    until the block ends."""
+    made = make_demo_repository(root / "git", language=language)
+    pr = demo_pull_request(made, language=language)
     served = {f"{hour}.json.gz": hour_with_events(hour_file or shipped_hour(), [pr.event()])}
     archive = serve_hours(served)
     data = GitHubData()

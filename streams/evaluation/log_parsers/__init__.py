@@ -25,6 +25,7 @@ the report arguments the validator appends.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Callable, Sequence
@@ -34,6 +35,7 @@ from schemas.tasks import TestStatus
 from streams.evaluation.log_parsers import (
     ava,
     jest,
+    js,
     junit,
     mocha,
     node,
@@ -44,6 +46,7 @@ from streams.evaluation.log_parsers import (
     vitest,
 )
 from streams.evaluation.log_parsers.combine import merge_statuses
+from streams.evaluation.log_parsers.js import with_files
 
 __all__ = [
     "LOG_PARSERS",
@@ -51,9 +54,12 @@ __all__ = [
     "RUNNER_COMMANDS",
     "LogParser",
     "RunnerCommand",
+    "check_command",
+    "file_of",
     "log_parser",
     "merge_statuses",
     "parse_report",
+    "with_files",
 ]
 
 
@@ -107,6 +113,12 @@ class RunnerCommand:
     # "appended": test files are positional arguments; "pattern": one regex of their paths
     files: str = "appended"
     note: str = ""
+    # the options that run only the test of a title path (its describe blocks, then its
+    # title), for a check command of one test id (``check_command``); None: the runner has none
+    select: Callable[[list[str]], list[str]] | None = None
+    # where ``select`` may run more than that test (a title alone): a shell pipe after the
+    # command whose status is that test's, read from the runner's console
+    passed: Callable[[list[str]], str] | None = None
 
     @property
     def command(self) -> str:
@@ -129,23 +141,51 @@ class RunnerCommand:
         return " ".join([self.command, *arguments, *report])
 
 
+_JS_SPECIAL = re.compile(r"[\\^$.*+?()[\]{}|/]")
+
+
+_CONTROL = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def js_regex(text: str) -> str:
+    """``text`` as a JavaScript regular expression matching it alone (no identity escapes,
+    which a ``u``-flag RegExp refuses; line breaks and tabs as ``\\n`` / ``\\r`` / ``\\t``:
+    a check is one line)."""
+    escaped = _JS_SPECIAL.sub(lambda m: "\\" + m.group(), text)
+    return "^" + re.sub(r"[\n\r\t]", lambda m: _CONTROL[m.group()], escaped) + "$"
+
+
+def _json_list(names: list[str]) -> str:
+    """``names`` as JavaScript's JSON.stringify writes them."""
+    return json.dumps(names, ensure_ascii=False, separators=(",", ":"))
+
+
+def _full_name(option: str) -> Callable[[list[str]], list[str]]:
+    """``option <regex of the names joined by a space>``: jest's, vitest's and mocha's full
+    test name."""
+    return lambda names: [option, js_regex(" ".join(names))]
+
+
 RUNNER_COMMANDS: dict[str, RunnerCommand] = {
     "jest": RunnerCommand(
         "npx jest",
         ("--ci", "--verbose", "--watchAll=false", "--coverage=false"),
         "--json --outputFile={path}",
+        select=_full_name("--testNamePattern"),
     ),
     "vitest": RunnerCommand(
         "npx vitest run",
         ("--reporter=verbose",),
         "--reporter=json --outputFile={path}",
         note="vitest run, not watch; the verbose console stays beside the JSON file",
+        select=_full_name("--testNamePattern"),
     ),
     "mocha": RunnerCommand(
         "npx mocha",
         (),  # its default console reporter is spec; a second --reporter is refused
         "--reporter json --reporter-option output={path}",
         note="mocha >= 9; with the json reporter the console is empty",
+        select=_full_name("--grep"),
     ),
     # swe-stream's reporter (a data: URL) to stdout and to {path}: ids with the test's file
     "node": RunnerCommand(
@@ -155,15 +195,28 @@ RUNNER_COMMANDS: dict[str, RunnerCommand] = {
         "--test-reporter-destination={path}",
         report_before_files=True,
         note="node >= 20; reporters pair with destinations in order; options after files fail",
+        # the title alone (which ancestors a pattern is matched with changed between majors),
+        # then the reporter's line of that title path passing, not skipped
+        select=lambda names: [f"--test-name-pattern={js_regex(names[-1])}"],
+        passed=lambda names: (
+            '| grep -F \'"event":"pass"\' | grep -qF '
+            + shlex.quote(f'"path":{_json_list(names)},"skip":false')
+        ),
     ),
     "tap": RunnerCommand(
         "npx tap",
         ("--reporter=tap",),
         None,
         note="the console is the TAP report (kind tap): read it with parse_report too",
+        select=lambda names: [f"--grep={js_regex(name)}" for name in names],  # one per level
     ),
     "ava": RunnerCommand(
-        "npx ava", ("--tap",), None, note="the console is the TAP report (kind ava-tap)"
+        "npx ava",
+        ("--tap",),
+        None,
+        note="the console is the TAP report (kind ava-tap)",
+        # ava's titles are flat; a line break (a check is one line) matched by its wildcard
+        select=lambda names: ["--match", re.sub(r"[\n\r]", "*", " > ".join(names))],
     ),
     "uvu": RunnerCommand(
         "npx uvu .",
@@ -171,8 +224,39 @@ RUNNER_COMMANDS: dict[str, RunnerCommand] = {
         None,
         files="pattern",
         note="uvu takes a directory and one regex of file paths, not files",
+        # no selection: the file runs whole, and the line of the test passing is looked for
+        passed=lambda names: (
+            "| grep -qxF " + shlex.quote(f"{uvu.PASS_MARK} {_json_list(['', *names][-2:])}")
+        ),
     ),
 }
+
+
+def file_of(test_id: str) -> str | None:
+    """The file a test id names: ``path::name`` (pytest, unittest, JUnit), ``path > name``
+    (the JS runners; the path ends with a JS/TS extension); None when it names none."""
+    if "::" in test_id:
+        return test_id.split("::", 1)[0] or None
+    return (
+        test_id.split(js.SEPARATOR, 1)[0]
+        if js.SEPARATOR in test_id and js.names_file(test_id)
+        else None
+    )
+
+
+def check_command(test_command: str, runner: str, test_id: str) -> str:
+    """A shell command that runs the one test ``test_id`` of a recipe's ``test_command``
+    (its exit status is the test's): pytest-style ids are appended whole; a JS id runs its
+    file with the runner's option selecting its title path (the whole file when the runner
+    has none)."""
+    command = RUNNER_COMMANDS.get(runner)
+    file = file_of(test_id)
+    if command is None or file is None or "::" in test_id:
+        return " ".join([test_command, shlex.quote(test_id)])
+    names = test_id[len(file) + len(js.SEPARATOR) :].split(js.SEPARATOR)
+    selected = command.select(names) if command.select else []
+    passed = [command.passed(names)] if command.passed else []
+    return " ".join([test_command, *map(shlex.quote, selected), shlex.quote(file), *passed])
 
 
 def log_parser(runner: str) -> LogParser:

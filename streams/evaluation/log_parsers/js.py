@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 
 from schemas.tasks import TestStatus
 
@@ -46,6 +47,49 @@ def record(statuses: dict[str, TestStatus], test: str, status: TestStatus) -> No
     previous = statuses.get(test)
     if previous is None or RANK[status] > RANK[previous]:
         statuses[test] = status
+
+
+_JS_FILE = re.compile(r"\.[cm]?[jt]sx?$")
+
+
+def names_file(test: str) -> bool:
+    """Whether a JS test id opens with its file's path."""
+    return bool(_JS_FILE.search(test.split(SEPARATOR, 1)[0]))
+
+
+def _titles(path: str) -> list[str]:
+    """The names a runner may give ``path`` in its ids (ava's file titles): its path, then
+    without its leading directories, each without its extension or extensions."""
+    parts = path.split("/")
+    titles = []
+    for i in range(len(parts)):
+        *dirs, name = parts[i:]
+        for stem in (re.sub(r"\.[^.]+$", "", name), name.split(".")[0]):
+            titles.append(SEPARATOR.join([*dirs, stem]))
+    return titles
+
+
+def with_files(statuses: dict[str, TestStatus], files: list[str]) -> dict[str, TestStatus]:
+    """``statuses`` with the file of the run's ``files`` put at the head of each id that
+    names none (ava, mocha's console): the one file of a run of one; else the file whose
+    title (``_titles``) the id opens with, which it then replaces. Ids it cannot place are
+    kept as they are."""
+    if not files:
+        return statuses
+    titles = sorted(((t, f) for f in files for t in _titles(f)), key=lambda tf: -len(tf[0]))
+    out: dict[str, TestStatus] = {}
+    for test, status in statuses.items():
+        placed = test
+        if not names_file(test):
+            if len(files) == 1:
+                placed = test_id(files[0], [test])
+            else:
+                for title, file in titles:
+                    if test.startswith(title + SEPARATOR):
+                        placed = test_id(file, [test[len(title) + len(SEPARATOR) :]])
+                        break
+        record(out, placed, status)
+    return out
 
 
 def load_json_object(data: str | bytes, what: str) -> dict[str, object]:

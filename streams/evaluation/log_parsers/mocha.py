@@ -6,6 +6,9 @@ Ids: ``<file> > <fullTitle>``: mocha's report gives each test its file and ``ful
 path. A failed hook (``"before all" hook for "x"``) is in ``failures`` only: ``error``.
 ``passes`` -> passed, ``failures`` -> failed, ``pending`` -> skipped.
 
+mocha < 9 writes the JSON report to the console (it has no ``output`` option): the console
+parser reads it there, ids with their file.
+
 The spec reporter names no file: its ids are the ``fullTitle`` alone (so a run read from its
 console does not share ids with one read from its report; with ``--reporter json`` the
 console is empty). Its tree is indented two spaces per level: suites bare, ``✔ title``
@@ -15,6 +18,7 @@ passed (``✓`` on older mocha), ``N) title`` failed, ``- title`` pending, endin
 
 from __future__ import annotations
 
+import json
 import re
 
 from schemas.tasks import TestStatus
@@ -58,8 +62,19 @@ def parse_mocha_json(data: str | bytes, root: str = REPO_ROOT) -> dict[str, Test
     return statuses
 
 
+_JSON_REPORT = re.compile(r'^\{\s*"stats"\s*:', re.MULTILINE)
+
+
 def parse_mocha_output(output: str) -> dict[str, TestStatus]:
-    """Per-test statuses from mocha's ``spec`` console output (ids without a file)."""
+    """Per-test statuses from mocha's console: its ``json`` report where mocha < 9 printed it
+    there (it ignores ``--reporter-option output=``; ids with their file), else its ``spec``
+    output (ids without a file)."""
+    if match := _JSON_REPORT.search(output):
+        try:
+            report, _ = json.JSONDecoder().raw_decode(output[match.start() :])
+            return parse_mocha_json(json.dumps(report))
+        except ValueError:
+            pass  # not a whole report (cut at a timeout): the spec reader finds nothing either
     statuses: dict[str, TestStatus] = {}
     suites: list[tuple[int, str]] = []
     for raw in strip_ansi(output).split("\n"):

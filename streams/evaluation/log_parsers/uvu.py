@@ -1,23 +1,27 @@
 """uvu: its console output only (uvu has no reporter). uvu prints, per test file, the file's
-path (relative to the directory uvu was given), then per suite a line of one mark per test
-(``•`` passed, ``✘`` failed) and counts, and for each failed test ``FAIL <suite> "<title>"``.
+path (relative to the directory uvu was given; the recipe's command, which runs each file
+with node, prints it before the file), then per suite a line of one mark per test (``•``
+passed, ``✘`` failed) and counts, and for each failed test ``FAIL <suite> "<title>"``.
 
-A passing or skipped test is never named, so only failed tests are read:
-``<file> > <suite> > <title>`` (the file as uvu prints it: run ``uvu . <pattern>`` from the
-repository root for paths from the root; a test of the default suite has no suite part).
-A run that shows FAIL_TO_PASS needs a report uvu cannot write: a task's passing tests are
-not known from uvu's output. ``running_when_killed`` is None.
+uvu names no passing test: the recipe makes the installed uvu print ``PASS_MARK`` and the
+JSON list ``[suite, title]`` on a line of its own after each passing test
+(``js_recipe.UVU_PASS_LINES``). Ids: ``<file> > <suite> > <title>`` (a test of the default
+suite has no suite part). Without those lines only failed tests are read. A skipped test is
+never named. ``running_when_killed`` is None.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 from schemas.tasks import TestStatus
 from streams.evaluation.log_parsers.js import record, test_id
 from streams.evaluation.log_parsers.pytest import strip_ansi
 
+PASS_MARK = "[swe-stream-uvu] pass"
 _FILE = re.compile(r"^(?P<file>\S+\.[cm]?[jt]sx?)\s*$")
+_PASSED = re.compile(r"^" + re.escape(PASS_MARK) + r" (?P<names>\[.*\])\s*$")
 _FAIL = re.compile(r'^\s*FAIL\s+(?:(?P<suite>.*?)\s+)?"(?P<title>.*)"\s*$')
 
 
@@ -31,7 +35,18 @@ def parse_uvu_output(output: str) -> dict[str, TestStatus]:
             file = found["file"]
         elif failed := _FAIL.match(line):
             record(statuses, test_id(file, [failed["suite"] or "", failed["title"]]), "failed")
+        elif (passed := _PASSED.match(line)) and (names := _names(passed["names"])):
+            record(statuses, test_id(file, names), "passed")
     return statuses
+
+
+def _names(text: str) -> list[str] | None:
+    try:
+        names = json.loads(text)
+    except ValueError:
+        return None
+    ok = isinstance(names, list) and all(isinstance(n, str) for n in names)
+    return names if ok else None
 
 
 def running_when_killed(output: str) -> str | None:

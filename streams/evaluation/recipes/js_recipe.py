@@ -32,6 +32,7 @@ from datetime import datetime
 
 from streams.evaluation.environments import ENV_DIR, TESTBED, InstallRecipe, TreeFiles
 from streams.evaluation.log_parsers import RUNNER_COMMANDS
+from streams.evaluation.log_parsers.uvu import PASS_MARK as UVU_PASS_MARK
 from streams.evaluation.recipes.js_project import (
     MAX_LOCKFILE_BYTES,
     JsFacts,
@@ -101,6 +102,12 @@ ENVIRONMENT: dict[str, str] = {
 }
 # the pnpm major that writes each lockfileVersion (when ``packageManager`` pins none)
 PNPM_FOR_LOCKFILE = {"5.3": "6", "5.4": "7", "6.0": "8", "6.1": "8", "9.0": "9"}
+# pnpm 10 writes lockfileVersion 9.0 too: the PRs after its release get it (settings such as
+# allowBuilds in a pnpm-workspace.yaml without ``packages``, which pnpm 9 refuses, nanoid#600)
+PNPM_10_SINCE = "2025-01-07"
+# a dependency not from a registry: a git host, a URL, a local path (sandboxes reach registries)
+NOT_FROM_REGISTRY = re.compile(r"^(?:github:|gitlab:|bitbucket:|git[+:]|https?://|file:|link:|"
+                               r"[\w.-]+/[\w.-]+(?:#.*)?$)")  # fmt: skip
 NATIVE_BUILD = ("node-gyp", "prebuild-install", "node-addon-api", "nan")
 NATIVE_PACKAGES = ("g++", "make")
 BUILD_OUTPUT_DIRS = ("dist", "build", "lib", "out", "esm", "cjs", "es", "umd", "types")
@@ -109,6 +116,14 @@ _IMPORT = re.compile(r"""(?:from\s+|require\(\s*|import\(\s*|import\s+)['"]([^'"
 _JS_EXTENSIONS = ("", ".js", ".ts", ".mjs", ".cjs", ".mts", ".cts", ".jsx", ".tsx", ".json")
 _TEST_NAME = re.compile(r"(?:^|/)(?:__tests__|tests?|spec)/|\.(?:test|spec)\.[cm]?[jt]sx?$")
 _RUNNERS_WITHOUT_FILE_LISTS = frozenset({"uvu"})
+# uvu has no reporter and names passing tests nowhere: its installed copies (ESM and CommonJS
+# builds) are made to print a line per passing test (``log_parsers.uvu.PASS_MARK``), in the
+# instance image, before the tests
+UVU_PASS_LINES = (
+    "find . -path '*/node_modules/uvu/dist/index.*js' -exec sed -i "
+    "'s/write(PASS);/write(PASS); process.stdout.write(\"\\\\n" + UVU_PASS_MARK + ' " + '
+    'JSON.stringify([name || "", test.name]) + "\\\\n");/\' {} +'
+)
 
 
 @dataclass(frozen=True)
@@ -151,8 +166,9 @@ def _manager_word(facts: JsFacts) -> str:
     return facts.manager.split("-")[0]
 
 
-def _manager_tool(facts: JsFacts) -> str | None:
-    """The env step that installs the package manager (npm comes with Node)."""
+def _manager_tool(facts: JsFacts, before: str | None = None) -> str | None:
+    """The env step that installs the package manager (npm comes with Node); ``before``: the
+    PR's day, for the pnpm major a lockfile's version leaves open."""
     version = facts.manager_version
     # --force: the Node images' corepack already put pnpm / yarn shims where npm installs
     # them (EEXIST otherwise); the pinned release replaces the shim
@@ -160,6 +176,12 @@ def _manager_tool(facts: JsFacts) -> str | None:
     if facts.manager == "pnpm":
         lock = facts.lockfile.version if facts.lockfile else None
         wanted = version or PNPM_FOR_LOCKFILE.get(lock or "", "9")
+        settings_only = (
+            "pnpm-workspace.yaml" in facts.dependency_files
+            and facts.workspace_source != "pnpm-workspace.yaml"
+        )
+        if not version and wanted == "9" and (settings_only or (before or "") >= PNPM_10_SINCE):
+            wanted = "10"
         return f"{install} pnpm@{wanted}"
     if facts.manager == "yarn":
         return f"{install} yarn@{version or '1'}"
@@ -168,16 +190,20 @@ def _manager_tool(facts: JsFacts) -> str | None:
     return None
 
 
-def install_steps(facts: JsFacts, before: str | None) -> tuple[list[str], list[str], list[str]]:
-    """(env commands, instance commands, notes) of the package manager's frozen install."""
+def install_steps(
+    facts: JsFacts, before: str | None, unused: tuple[str, ...] = ()
+) -> tuple[list[str], list[str], list[str]]:
+    """(env commands, instance commands, notes) of the package manager's frozen install;
+    ``unused``: devDependencies from outside a registry that no test imports, left out of an
+    npm install without a lockfile (``npm pkg delete``, package.json restored after it)."""
     notes: list[str] = []
-    tool = _manager_tool(facts)
+    tool = _manager_tool(facts, before)
     env = [tool] if tool else []
     pm = _manager_word(facts)
     clean = "find . -name node_modules -prune -exec rm -rf {} +"
     if facts.manager == "npm" and facts.lockfile is not None:
         fetch = "npm ci --ignore-scripts --no-audit --no-fund"
-        install = ["npm ci --prefer-offline --no-audit --no-fund"]
+        install = "npm ci --prefer-offline --no-audit --no-fund"
     elif facts.manager == "npm":
         flags = "--package-lock=true --ignore-scripts --no-audit --no-fund"
         # a registry (or mirror) whose metadata has no publish times refuses --before
@@ -187,25 +213,67 @@ def install_steps(facts: JsFacts, before: str | None) -> tuple[list[str], list[s
             if before
             else f"npm install {flags}"
         )
-        install = [
-            f"cp {ENV_DIR}/package-lock.json {TESTBED}/package-lock.json",
-            "npm ci --prefer-offline --package-lock=true --no-audit --no-fund",
-        ]
+        # npm install, not npm ci: a lockfile npm wrote under --before can miss entries
+        # npm ci wants (EUSAGE "not in sync", node-semver#565); install completes it
+        install = "npm install --prefer-offline --package-lock=true --no-audit --no-fund"
         notes.append(f"no lockfile: dependencies as of {before or 'today'} (npm --before)")
     elif facts.manager == "yarn":
         flags = "--frozen-lockfile --ignore-engines --non-interactive"
         fetch = f"{pm} install {flags} --ignore-scripts"
-        install = [f"{pm} install {flags} --prefer-offline"]
+        install = f"{pm} install {flags} --prefer-offline"
     elif facts.manager == "yarn-berry":
         fetch = f"{pm} install --immutable --mode=skip-build"
-        install = [f"{pm} install --immutable"]
+        install = f"{pm} install --immutable"
     else:
         fetch = f"{pm} install --frozen-lockfile --ignore-scripts"
-        install = [f"{pm} install --frozen-lockfile --prefer-offline"]
+        install = f"{pm} install --frozen-lockfile --prefer-offline"
     if facts.manager_version and facts.manager == "npm":
         notes.append(f"packageManager pins npm {facts.manager_version}: the image's npm is used")
     env.append(f"cd {ENV_DIR} && {fetch} && {clean}")
-    return env, install, notes
+    no_lock = facts.manager == "npm" and facts.lockfile is None
+    commands = [f"cp {ENV_DIR}/package-lock.json {TESTBED}/package-lock.json"] * no_lock
+    install = _scripts_fallback(facts, pm, install)
+    if no_lock and unused:
+        delete = "npm pkg delete " + " ".join(f"devDependencies.{shlex.quote(n)}" for n in unused)
+        env[-1] = env[-1].replace(f"cd {ENV_DIR} && ", f"cd {ENV_DIR} && {delete} && ", 1)
+        saved = "/tmp/swe-stream-package.json"
+        # in a subshell: one command, whatever a reader of the task chains it with
+        install = (
+            f"(cp package.json {saved} && {delete} && {{ {install}; }}; s=$?; "
+            f"cp {saved} package.json; exit $s)"
+        )
+        notes.append(
+            "left out of the install (not from a registry, imported by no test): "
+            + ", ".join(unused)
+        )
+    return env, [*commands, install], notes
+
+
+def _scripts_fallback(facts: JsFacts, pm: str, install: str) -> str:
+    """``install``, and when it fails, the same install with the dependencies' lifecycle
+    scripts off and then the repository's own ``prepare``: a dependency's postinstall that
+    reaches a host other than a registry (top-sites fetching moz.com, cookie#167) fails here,
+    and the tests rarely need what it made."""
+    if facts.manager == "yarn-berry":
+        off = install.replace("--immutable", "--immutable --mode=skip-build")
+    else:
+        off = f"{install} --ignore-scripts"
+    prepare = f"{pm} run prepare" if "prepare" in facts.root.scripts else None
+    fallback = f"{off} && {prepare}" if prepare else off
+    return f"{install} || {{ echo 'install scripts failed: again without them'; {fallback}; }}"
+
+
+def _unused_outside_registry(ctx: JsContext, package: Package) -> tuple[str, ...]:
+    """The root's devDependencies from outside a registry (picomatch's
+    ``github:jonschlinkert/time-require``) that no test file of ``package`` imports."""
+    outside = [n for n, spec in ctx.facts.root.dev_dependencies.items()
+               if NOT_FROM_REGISTRY.match(spec.strip())]  # fmt: skip
+    if not outside:
+        return ()
+    imported = {t for _, t in _imports(ctx, package)}
+    used = {t.split("/")[0] if not t.startswith("@") else "/".join(t.split("/")[:2])
+            for t in imported}  # fmt: skip
+    return tuple(sorted(n for n in outside if n not in used))
 
 
 def _resolves(names: set[str], dirs: set[str], path: str) -> bool:
@@ -219,9 +287,8 @@ def _resolves(names: set[str], dirs: set[str], path: str) -> bool:
     return any(c in names for c in candidates)
 
 
-def _imports(ctx: JsContext, package: Package) -> list[tuple[str, str]]:
-    """(test file, imported path) of the test files the PR touches in ``package``, else of
-    its first test files."""
+def _test_files(ctx: JsContext, package: Package) -> list[str]:
+    """The test files the PR touches in ``package``, else its first test files."""
     prefix = f"{package.directory}/" if package.directory else ""
     touched = [f for f in ctx.changed_files if f.startswith(prefix) and _TEST_NAME.search(f)]
     files = [f for f in touched if f in set(ctx.names)] or [
@@ -229,8 +296,13 @@ def _imports(ctx: JsContext, package: Package) -> list[tuple[str, str]]:
         if n.startswith(prefix) and "node_modules/" not in n and _TEST_NAME.search(n)
         and n.endswith((".js", ".ts", ".mjs", ".cjs", ".jsx", ".tsx", ".mts", ".cts"))
     ]  # fmt: skip
+    return files[:MAX_TEST_FILES_READ]
+
+
+def _imports(ctx: JsContext, package: Package) -> list[tuple[str, str]]:
+    """(test file, imported path) of ``_test_files``."""
     out = []
-    for path in files[:MAX_TEST_FILES_READ]:
+    for path in _test_files(ctx, package):
         data = ctx.read(path)
         if data is not None and len(data) < 1 << 20:
             out += [(path, target) for target in _IMPORT.findall(data.decode(errors="replace"))]
@@ -307,7 +379,31 @@ def runner_words(ctx: JsContext, package: Package, command: Command) -> list[str
             kept.append(word)  # a value of an option we do not know
     ours = RUNNER_OPTIONS.get(runner, ())
     ours = tuple(o for o in ours if o not in kept)  # single-word options: once
+    if runner == "mocha":
+        kept += _mocha_ui(ctx, package, kept)
     return [*_program(runner), *kept, *ours]
+
+
+_MOCHA_UI_OPTION = re.compile(r"^(?:--ui|-u)(?:=|\s+)(\S+)", re.MULTILINE)
+_TDD_CALL = re.compile(r"^\s*suite\(", re.MULTILINE)
+_BDD_CALL = re.compile(r"^\s*describe\(", re.MULTILINE)
+
+
+def _mocha_ui(ctx: JsContext, package: Package, kept: list[str]) -> list[str]:
+    """``--ui X`` when the command sets none and the tests need one: the interface
+    ``test/mocha.opts`` names (mocha >= 8 no longer reads that file; ejs sets ``--u tdd`` in
+    its Jakefile), else ``tdd`` when the test files call ``suite(`` and never ``describe(``."""
+    if any(w in {"--ui", "-u"} or w.startswith(("--ui=", "-u=")) for w in kept):
+        return []
+    if any(posixpath.basename(n).startswith(".mocharc") for n in ctx.names):
+        return []  # the config file's interface, which every mocha reads
+    opts = _text(ctx, package.path("test/mocha.opts"))
+    if match := _MOCHA_UI_OPTION.search(opts):
+        return ["--ui", match[1]]
+    texts = [_text(ctx, path) for path in _test_files(ctx, package)]
+    if any(_TDD_CALL.search(t) for t in texts) and not any(_BDD_CALL.search(t) for t in texts):
+        return ["--ui", "tdd"]
+    return []
 
 
 def _program(runner: str) -> list[str]:
@@ -333,9 +429,9 @@ def test_command(ctx: JsContext, package: Package, words: list[str], env: dict[s
     prefix = f"{package.directory}/" if package.directory else ""
     files = f'"${{@#{prefix}}}"' if prefix else '"$@"'
     cd = f"cd {shlex.quote(package.directory)} && " if package.directory else ""
-    if each_file:  # uvu and plain node scripts run one file each
-        inner = (f"{cd}{path}; s=0; for f in {files}; do {' '.join(assignments)} node \"$f\" "
-                 '|| s=1; done; exit $s')  # fmt: skip
+    if each_file:  # uvu and plain node scripts run one file each, its path printed first
+        inner = (f"{cd}{path}; s=0; for f in {files}; do echo \"{prefix}$f\"; "
+                 f"{' '.join(assignments)} node \"$f\" || s=1; done; exit $s")  # fmt: skip
     else:
         inner = f"{cd}{path} {' '.join(assignments)} exec {shlex.join(words)} {files}"
     return f"bash -c {shlex.quote(' '.join(inner.split(' ')))} swe-stream"
@@ -388,11 +484,12 @@ def js_recipe(ctx: JsContext) -> InstallRecipe:
         sources.append(f"lockfile:{facts.lockfile.path}")
     if package.directory:
         sources.append(f"workspace:{package.directory}")
-    env, install, notes = install_steps(facts, ctx.before)
+    env, install, notes = install_steps(facts, ctx.before, _unused_outside_registry(ctx, package))
     notes += facts.problems
     runner, builds = _choose_runner(ctx, package)
     environment = dict(ENVIRONMENT)
     pre_test: list[str] = []
+    build: list[str] = []
     if runner is None:
         test = f"{_manager_word(facts)} test --"
         test_runner = "unknown"
@@ -402,18 +499,24 @@ def js_recipe(ctx: JsContext) -> InstallRecipe:
         words = runner_words(ctx, package, runner)
         test = test_command(ctx, package, words, dict(runner.env))
         test_runner = runner.runner or "node"
+        if test_runner == "uvu":
+            pre_test.append(UVU_PASS_LINES)
         why = build_needed(ctx, package)
         if why is not None:
-            pre_test = _build_commands(ctx, package, builds)
+            build = _build_commands(ctx, package, builds)
+            pre_test += build
             notes.append(f"build before the tests: {why}")
-            if not pre_test:
+            if not build:
                 notes.append("the tests need a build but no build script was found")
         elif builds:
             notes.append("build steps of the test script left out: " +
                          "; ".join(c.text for c in builds))  # fmt: skip
     lock = facts.lockfile.text if facts.lockfile else ""
-    native = [p for p in NATIVE_BUILD if re.search(rf"node_modules/{p}\"|^\"?{p}@|/{p}@", lock,
-                                                   re.MULTILINE)]  # fmt: skip
+    # yarn berry locks ``node-gyp@npm:latest`` for any package with install scripts (fsevents,
+    # macOS only): not a native build of its own
+    native = [p for p in NATIVE_BUILD
+              if re.search(rf"node_modules/{p}\"|^\"?{p}@(?!npm:latest\b)|/{p}@", lock,
+                           re.MULTILINE)]  # fmt: skip
     files = {p: ctx.read(p) for p in facts.dependency_files}
     return InstallRecipe(
         language="TypeScript" if facts.typescript else "JavaScript",
@@ -426,7 +529,7 @@ def js_recipe(ctx: JsContext) -> InstallRecipe:
         base_image=ctx.base_image,
         system_packages=NATIVE_PACKAGES if native else (),
         pre_test_commands=tuple(pre_test),
-        rebuild_commands=tuple(pre_test),
+        rebuild_commands=tuple(build),
         environment=tuple(sorted(environment.items())),
         sources=tuple(sources),
         notes=tuple(notes),

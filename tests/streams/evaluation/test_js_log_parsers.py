@@ -204,6 +204,16 @@ def test_mocha_report_and_console() -> None:
 
 
 @pytest.mark.unit
+def test_mocha_before_9_prints_its_json_report_and_the_console_reader_takes_it() -> None:
+    """mocha 7 (ejs's) has no ``--reporter-option output=``: the report is the console, read
+    there with its file paths; the same project's tests as mocha 12's report."""
+    console = report_in_testbed("mocha", "console-mocha7-json.txt").decode()
+    assert log_parser("mocha").parse(console) == MOCHA_REPORT_EXPECTED
+    cut = console[: len(console) // 2]  # killed mid-report: nothing, not a wrong half
+    assert log_parser("mocha").parse(cut) == {}
+
+
+@pytest.mark.unit
 def test_node_events_report_and_console_agree() -> None:
     report = (DATA / "node" / "report-events.jsonl").read_bytes()
     assert node_parser.parse_node_events(report, root="/tmp/jsrec/nodetest") == (

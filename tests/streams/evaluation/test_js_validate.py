@@ -4,8 +4,14 @@ from package.json and the lockfile, installed from the npm registry in a Node im
 (``swe-stream images base --node``), its tests run before and after the fix in Docker and
 read with the runner's report: FAIL_TO_PASS / PASS_TO_PASS exactly.
 
-The lockfiles under ``tests/data/js_validate`` were made with ``npm install
---package-lock-only --ignore-scripts`` (npm 11, Node 20) from the package.json beside them."""
+The lockfiles under ``tests/data/js_validate`` were made from the package.json beside them:
+``jest-npm``, ``mocha-nyc``, ``vitest-ts`` with ``npm install --package-lock-only
+--ignore-scripts`` (npm 11, Node 20, ``resolved`` URLs omitted); ``ava``, ``tap``, ``uvu`` the
+same in a ``swe-stream/node:trixie`` container (npm 9.2, Node 20.19, ``resolved`` kept:
+``docker run --rm -v DIR:/w -w /w swe-stream/node:trixie npm install --package-lock-only
+--ignore-scripts``); ``yarn-berry-mocha``'s ``yarn.lock`` (v8) by yarn 4.9.4 in that container
+(``npm i -g --force @yarnpkg/cli-dist@4.9.4 && yarn install --mode=update-lockfile``, beside
+its ``.yarnrc.yml``: ``nodeLinker: node-modules``)."""
 
 from __future__ import annotations
 
@@ -204,7 +210,9 @@ def units_repo(name: str) -> tuple[dict[str, str], dict[str, str | None]]:
 
 
 @pytest.mark.parametrize(
-    ("name", "manager"), [("mocha-nyc", "npm"), ("pnpm-mocha", "pnpm")], ids=["npm-nyc", "pnpm"]
+    ("name", "manager"),
+    [("mocha-nyc", "npm"), ("pnpm-mocha", "pnpm"), ("yarn-berry-mocha", "yarn-berry")],
+    ids=["npm-nyc", "pnpm", "yarn-berry"],
 )
 async def test_mocha(
     tmp_path: Path,
@@ -214,8 +222,9 @@ async def test_mocha(
     name: str,
     manager: str,
 ) -> None:
-    """mocha under ``nyc`` (dropped) with an npm lockfile, and with pnpm (its version pinned by
-    ``packageManager``, fetched by corepack from the npm registry)."""
+    """mocha under ``nyc`` (dropped) with an npm lockfile; with pnpm (its version pinned by
+    ``packageManager``, fetched by corepack from the npm registry); with yarn berry (yarn 4,
+    ``nodeLinker: node-modules`` in ``.yarnrc.yml``: the runner from ``node_modules/.bin``)."""
     base, fix = units_repo(name)
     repo = f"swe-stream-test/{name}"
     task = await validate(tmp_path, repo, base, fix, docker_client, base_image, node_images)
@@ -225,6 +234,11 @@ async def test_mocha(
     config = task.install_config
     assert config.test_runner == "mocha" and "nyc" not in config.test_command
     assert f"package-manager:{manager}" in config.recipe
+    if manager == "yarn-berry":  # not Plug'n'Play: no ``yarn`` before the runner
+        assert config.install_commands[-1].startswith("yarn install --immutable")
+        assert (
+            "node_modules/.bin" in config.test_command and "yarn mocha" not in config.test_command
+        )
 
 
 STACK_TS = """export class Stack<T> {
@@ -285,3 +299,115 @@ async def test_node_test_with_tsx_and_yarn(
     config = task.install_config
     assert config.language == "TypeScript" and config.test_runner == "node"
     assert "package-manager:yarn" in config.recipe and "--import=tsx" in config.test_command
+
+
+def units_files(name: str, test: str, added: str) -> tuple[dict[str, str], dict[str, str | None]]:
+    """``lib/units.js`` (``toKm`` wrong) and ``test/units.test.js`` of a runner; the fix
+    corrects ``toKm`` and adds the test that shows it."""
+    base = {**project(name), "lib/units.js": UNITS_JS, "test/units.test.js": test}
+    fix: dict[str, str | None] = {
+        "lib/units.js": UNITS_JS.replace("miles * 1.6", "miles * 1.609344"),
+        "test/units.test.js": test + added,
+    }
+    return base, fix
+
+
+AVA_TEST_JS = """const test = require('ava');
+const { toCelsius, toKm } = require('../lib/units');
+
+test('toCelsius converts freezing', (t) => {
+  t.is(toCelsius(32), 0);
+});
+"""
+AVA_FIX_TEST_JS = """
+test('toKm converts a marathon', (t) => {
+  t.is(Math.round(toKm(26.2) * 1000) / 1000, 42.165);
+});
+"""
+
+
+async def test_ava(
+    tmp_path: Path, docker_client: Any, base_image: str, node_images: dict[str, str]
+) -> None:
+    """ava through its TAP (``ava --tap``); one test file runs, so ava names no file: the
+    engine puts the file of the run at the head of the ids, as every JS runner's."""
+    base, fix = units_files("ava", AVA_TEST_JS, AVA_FIX_TEST_JS)
+    base["test/other.test.js"] = "const test = require('ava');\n\ntest('x', (t) => t.pass());\n"
+    repo = "swe-stream-test/units-ava"
+    task = await validate(tmp_path, repo, base, fix, docker_client, base_image, node_images)
+    assert task.FAIL_TO_PASS == ["test/units.test.js > toKm converts a marathon"]
+    assert task.PASS_TO_PASS == ["test/units.test.js > toCelsius converts freezing"]
+    config = task.install_config
+    assert config.language == "JavaScript" and config.test_runner == "ava"
+    assert "--tap" in config.test_command and "package-manager:npm" in config.recipe
+    assert task.validation.before["test/units.test.js > toKm converts a marathon"] == "failed"
+
+
+TAP_TEST_JS = """const t = require('tap');
+const { toCelsius, toKm } = require('../lib/units');
+
+t.test('toCelsius', async (t) => {
+  t.test('converts freezing', async (t) => {
+    t.equal(toCelsius(32), 0);
+  });
+});
+"""
+TAP_FIX_TEST_JS = """
+t.test('toKm', async (t) => {
+  t.test('converts a marathon', async (t) => {
+    t.equal(Math.round(toKm(26.2) * 1000) / 1000, 42.165);
+  });
+});
+"""
+
+
+async def test_tap(
+    tmp_path: Path, docker_client: Any, base_image: str, node_images: dict[str, str]
+) -> None:
+    """node-tap 21 (its TAP reporter): the top level subtest of a file is its path, so the
+    ids are ``file > subtests``; an assertion is not a test."""
+    base, fix = units_files("tap", TAP_TEST_JS, TAP_FIX_TEST_JS)
+    repo = "swe-stream-test/units-tap"
+    task = await validate(tmp_path, repo, base, fix, docker_client, base_image, node_images)
+    assert task.FAIL_TO_PASS == ["test/units.test.js > toKm > converts a marathon"]
+    assert task.PASS_TO_PASS == ["test/units.test.js > toCelsius > converts freezing"]
+    config = task.install_config
+    assert config.language == "JavaScript" and config.test_runner == "tap"
+    assert "--reporter=tap" in config.test_command
+    assert task.validation.before["test/units.test.js > toKm > converts a marathon"] == "failed"
+
+
+UVU_TEST_JS = """const { suite } = require('uvu');
+const assert = require('uvu/assert');
+const { toCelsius, toKm } = require('../lib/units');
+
+const celsius = suite('toCelsius');
+
+celsius('converts freezing', () => {
+  assert.is(toCelsius(32), 0);
+});
+
+celsius.run();
+"""
+UVU_FIX_TEST_JS = """
+const km = suite('toKm');
+
+km('converts a marathon', () => {
+  assert.is(Math.round(toKm(26.2) * 1000) / 1000, 42.165);
+});
+
+km.run();
+"""
+
+
+async def test_uvu(
+    tmp_path: Path, docker_client: Any, base_image: str, node_images: dict[str, str]
+) -> None:
+    """uvu: the ids every JS runner has (``file > suite > title``), passing tests included."""
+    base, fix = units_files("uvu", UVU_TEST_JS, UVU_FIX_TEST_JS)
+    repo = "swe-stream-test/units-uvu"
+    task = await validate(tmp_path, repo, base, fix, docker_client, base_image, node_images)
+    assert task.FAIL_TO_PASS == ["test/units.test.js > toKm > converts a marathon"]
+    assert task.PASS_TO_PASS == ["test/units.test.js > toCelsius > converts freezing"]
+    config = task.install_config
+    assert config.language == "JavaScript" and config.test_runner == "uvu"

@@ -186,6 +186,62 @@ def test_a_demo_of_the_whole_pipeline_runs_offline(tmp_path: Path, base_image: s
     assert os.path.exists(tmp_path / "demo" / "tasks" / "dataset.jsonl")
 
 
+def test_a_javascript_demo_runs_offline(tmp_path: Path, base_image: str) -> None:
+    """``demo --language javascript``: npm ci, node's test runner, the same pipeline."""
+    env = {k: v for k, v in worker_env().items() if k != "OPENROUTER_API_KEY"}
+    env["SWE_STREAM_WORKER_METRICS_PORT"] = "0"
+    done = swe_stream(env, "demo", "--language", "javascript", "--workdir", str(tmp_path / "d"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    task = "swe-stream-demo-units-js-1"
+    assert f"  {task}: valid; gold patch resolves: True, empty patch resolves: False" in (
+        done.stdout
+    )
+    assert "demo: harness: gold-patch agent resolved, do-nothing agent unresolved" in done.stdout
+    assert done.stdout.splitlines()[-1].startswith(f"demo: done: task {task}")
+    workspace = yaml.safe_load((tmp_path / "d" / "tasks" / task / "workspace.yaml").read_text())
+    assert workspace["language"] == "JavaScript"
+    assert workspace["install_config"]["test_runner"] == "node"
+    assert workspace["FAIL_TO_PASS"] == [
+        "test/temperature.test.js > fahrenheitToCelsius > boiling point"
+    ]
+
+
+def test_the_check_commands_of_a_javascript_task_grade_one_by_one(
+    tmp_path: Path, fixtures_dir: Path, node_images: dict[str, str]
+) -> None:
+    """A JS task's exported check commands (checks.txt: the runner on the test's file, its
+    title selected), each run alone (``harness --isolate-tests``), grade the gold patch
+    resolved and an empty one not."""
+    hour = fixtures_dir / "gharchive" / "2015-01-01-0.json.gz"
+    with offline_world(tmp_path / "world", hour, language="javascript") as world:
+        out, env = tmp_path / "out", env_for(world, tmp_path / "data")
+        assert "tasks exported: 1" in mine_once(world, env, out)
+        (task_dir,) = [p for p in out.iterdir() if (p / "workspace.yaml").is_file()]
+        workspace = yaml.safe_load((task_dir / "workspace.yaml").read_text())
+        checks = (task_dir / "checks.txt").read_text().splitlines()
+        assert len(checks) == 3, checks
+        # the file, the title selected, and the reporter's line of that title path passing
+        assert all("' test/temperature.test.js | grep " in c for c in checks), checks
+        assert all("--test-name-pattern=" in c for c in checks), checks
+        for model, patch in (("gold", workspace["patch"]), ("empty", "")):
+            predictions = tmp_path / f"{model}.jsonl"
+            row = {"instance_id": workspace["instance_id"], "model_name_or_path": model,
+                   "model_patch": patch}  # fmt: skip
+            predictions.write_text(json.dumps(row) + "\n")
+            graded = swe_stream(
+                env, "harness", "-i", str(task_dir), "--predictions", str(predictions),
+                "--isolate-tests", "-o", str(tmp_path / model), "--json",
+            )  # fmt: skip
+            (result,) = json.loads(graded.stdout)["results"]
+            expected = "resolved" if patch else "unresolved"
+            assert result["status"] == expected, graded.stdout[-3000:] + graded.stderr[-3000:]
+            if patch:  # the sanity run (F2P fail, P2P pass) and the graded one, check by check
+                assert result["sanity_check"] is True
+                ran = [c["command"] for c in result["fail_to_pass"] + result["pass_to_pass"]]
+                assert ran == checks
+                assert all(c["passed"] for c in result["fail_to_pass"] + result["pass_to_pass"])
+
+
 def test_run_follows_new_hours_and_stops_cleanly_on_sigterm(
     world: OfflineWorld, tmp_path: Path
 ) -> None:

@@ -1,0 +1,119 @@
+"""Why a rejection happened, in one line a person reads: the cause a failed install or test
+run's log shows (a pure function of the rejection's reason and detail, for every language).
+
+The reason codes stay what they are (metrics, the setup agent's triggers, filters); the cause
+is the first line of the rejection's detail (``cause: ...``) and what ``benchmarks.yield``
+groups rejections by. Causes are tried in order: the first whose pattern the log matches.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from streams.evaluation.validator import (
+    INSTALL_FAILED,
+    TESTS_DID_NOT_RUN,
+    TESTS_FAIL_AFTER_FIX,
+    TESTS_SKIPPED,
+)
+
+CAUSE_PREFIX = "cause: "
+
+
+@dataclass(frozen=True)
+class Cause:
+    pattern: re.Pattern[str]
+    text: str  # ``{0}``: the pattern's first group, where it has one
+
+
+def _cause(pattern: str, text: str) -> Cause:
+    return Cause(re.compile(pattern, re.MULTILINE), text)
+
+
+INSTALL_CAUSES = (
+    _cause(
+        r"ERR_PNPM_FETCH_404\s+GET https?://[^/\s]+/(@?[^/\s]+(?:/[^/\s-][^/\s]*)?)/-/|"
+        r"npm (?:ERR!|error) 404|"
+        r"E404|Not Found - 404|Request failed \"404",
+        "a locked dependency is no longer in the registry (404) {0}",
+    ),
+    _cause(
+        r"ENOTFOUND|EAI_AGAIN|getaddrinfo|Could not resolve host|EALLOWREMOTE|"
+        r"Could not read from remote repository|ssh: not found",
+        "an install step reaches a host other than a package registry (a git or URL "
+        "dependency, or a script that downloads)",
+    ),
+    _cause(
+        r"ETARGET|ENOVERSIONS|No matching version found|No matching distribution found|"
+        r"Could not find a version that satisfies",
+        "no release in the registry matches a dependency's range",
+    ),
+    _cause(
+        r"ERR_PNPM_OUTDATED_LOCKFILE|frozen-lockfile|YN0028|not in sync|EUSAGE",
+        "the lockfile does not match package.json at this commit",
+    ),
+    _cause(r"error TS\d+", "the project's TypeScript build fails"),
+    _cause(r"gyp ERR!", "a native addon does not compile"),
+    _cause(r"Failed building wheel|subprocess-exited-with-error", "a package's build fails"),
+    _cause(
+        r"EBADENGINE|Unsupported engine|requires a different Python",
+        "no Node / Python image satisfies the project's engines",
+    ),
+)
+RUN_CAUSES = (
+    _cause(
+        r"No tests found|No test files found|No test suite found in file (\S+)|"
+        r"Your test suite must contain at least one test",
+        "the runner finds no test in the PR's test files {0}",
+    ),
+    _cause(
+        r"ReferenceError: (\w+) is not defined",
+        "a test file uses a global the runner does not define ({0})",
+    ),
+    _cause(
+        r"Cannot find module '([^']+)'|ERR_MODULE_NOT_FOUND|ModuleNotFoundError: No module "
+        r"named '([^']+)'",
+        "a module the tests import is missing ({0})",
+    ),
+    _cause(
+        r"SyntaxError|Unexpected token|Missing semicolon|Support for the experimental syntax",
+        "a test file does not parse as the runner loads it (a transform is missing)",
+    ),
+    _cause(r"timed out|Timeout", "the test run timed out"),
+)
+CAUSES = {
+    INSTALL_FAILED: INSTALL_CAUSES,
+    TESTS_DID_NOT_RUN: RUN_CAUSES,
+    TESTS_FAIL_AFTER_FIX: RUN_CAUSES,
+    TESTS_SKIPPED: (),
+}
+
+
+def failure_cause(reason: str, detail: str | None) -> str | None:
+    """The cause ``detail``'s log shows for a rejection of ``reason``, or None."""
+    if not detail:
+        return None
+    for cause in CAUSES.get(reason, ()):
+        if match := cause.pattern.search(detail):
+            group = next((g for g in match.groups() if g), "")
+            return cause.text.format(group).strip().replace(" ()", "")
+    return None
+
+
+def with_cause(reason: str, detail: str | None) -> str | None:
+    """``detail`` opening with its ``cause:`` line (unchanged when none is found, or when it
+    already opens with one)."""
+    if detail and detail.startswith(CAUSE_PREFIX):
+        return detail
+    cause = failure_cause(reason, detail)
+    if cause is None:
+        return detail
+    return f"{CAUSE_PREFIX}{cause}\n{detail}"
+
+
+def cause_of(detail: str | None) -> str | None:
+    """The ``cause:`` line a detail opens with, or None."""
+    if detail and detail.startswith(CAUSE_PREFIX):
+        return detail.splitlines()[0].removeprefix(CAUSE_PREFIX)
+    return None
