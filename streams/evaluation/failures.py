@@ -53,7 +53,11 @@ INSTALL_CAUSES = (
         r"ERR_PNPM_OUTDATED_LOCKFILE|frozen-lockfile|YN0028|not in sync|EUSAGE",
         "the lockfile does not match package.json at this commit",
     ),
-    _cause(r"error TS\d+", "the project's TypeScript build fails"),
+    _cause(r"error TS\d+|Found \d+ errors? in", "the project's TypeScript build fails"),
+    _cause(
+        r"(?:npm (?:ERR!|error) command sh -c|ELIFECYCLE.*?) (.+)$",
+        "the project's own install script fails ({0})",
+    ),
     _cause(r"gyp ERR!", "a native addon does not compile"),
     _cause(r"Failed building wheel|subprocess-exited-with-error", "a package's build fails"),
     _cause(

@@ -71,6 +71,7 @@ from streams.evaluation.recipes.infer import (
     language_of,
     runnable,
 )
+from streams.evaluation.recipes.js_recipe import tests_of_helpers
 from streams.evaluation.recipes.memory import (
     RecipeTable,
     as_override,
@@ -211,6 +212,15 @@ def own_sources(recipe: InstallRecipe, user: RepositoryOverride | None) -> tuple
     """``recipe``'s sources, "override" only when the user's override file took part (a
     remembered or submitted change is applied the way an override is, and says so itself)."""
     return tuple(s for s in recipe.sources if s != "override" or user is not None)
+
+
+def runnable_test_files(environment: Environment, files: list[str]) -> list[str]:
+    """The test files to run for a PR's ``files``: a JS/TS test-named file that defines no
+    test replaced by the test files importing it (``js_recipe.tests_of_helpers``)."""
+    if environment.recipe.language not in ("JavaScript", "TypeScript"):
+        return files
+    tree = environment.tree
+    return tests_of_helpers(tree.names, tree.read, files)
 
 
 def test_command(base: str, files: list[str]) -> str:
@@ -564,7 +574,7 @@ class Validator:
         patch applied when it has none); the number of tests with a status, or
         ValidationFailed(recipe_rejected) saying what the run showed."""
         existing = [f for f in test_files if environment.tree.has(f)]
-        files = existing or test_files
+        files = runnable_test_files(environment, existing or test_files)
         command = test_command(environment.recipe.test_command, files)
         with environment.sandbox(self.limits, RUN_VARIABLES) as box:
             if not existing and test_patch.strip():
@@ -675,6 +685,7 @@ class Validator:
     ) -> Proof:
         """Blocking: in a fresh sandbox, the tests ``before_runs`` times before the fix, then
         ``validation.runs`` times after it."""
+        test_files = runnable_test_files(environment, test_files)
         command = test_command(environment.recipe.test_command, test_files)
         started = time.monotonic()
         with environment.sandbox(self.limits, RUN_VARIABLES) as box:
@@ -822,11 +833,17 @@ class Validator:
 _COMPILED_SOURCE = re.compile(
     r"^diff --git a/\S+\.(?:c|h|cc|cpp|cxx|hpp|pyx|pxd|pxi|f|f90|rs)\s", re.MULTILINE
 )
+# JavaScript / TypeScript the tests load from a build (dist/, lib/cjs/): the recipe's build
+# steps run again after a patch that changes sources
+_JS_SOURCE = re.compile(r"^diff --git a/\S+\.(?:[cm]?[jt]sx?|vue|svelte)\s", re.MULTILINE)
 REBUILD_FAILED = "rebuild_failed"
 
 
-def touches_compiled_sources(patch: str) -> bool:
-    """Whether ``patch`` changes a source file of a compiled extension."""
+def touches_compiled_sources(patch: str, language: str = "Python") -> bool:
+    """Whether ``patch`` changes a source file of a compiled extension (or, for JavaScript /
+    TypeScript, a source file of the build the tests load)."""
+    if language in ("JavaScript", "TypeScript") and _JS_SOURCE.search(patch):
+        return True
     return bool(_COMPILED_SOURCE.search(patch))
 
 
@@ -834,7 +851,7 @@ def rebuild_after(box: Sandbox, recipe: InstallRecipe, patch: str, timeout: floa
     """Rebuild the compiled extensions in place when ``patch`` changed their sources (the
     images hold what the base commit's sources built into); ValidationFailed when the
     rebuild fails."""
-    if not recipe.rebuild_commands or not touches_compiled_sources(patch):
+    if not recipe.rebuild_commands or not touches_compiled_sources(patch, recipe.language):
         return
     for command in recipe.rebuild_commands:
         result = box.run(command, timeout=timeout)

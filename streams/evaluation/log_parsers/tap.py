@@ -8,13 +8,16 @@ the YAML block after a result (``---`` ... ``...``) is skipped. A test's id is t
 the subtests it is in, then its own, joined by `` > `` (``streams.evaluation.log_parsers.js``):
 node-tap's top level subtests are the test files, so its ids are ``<file> > <names>``.
 
-Only leaves are tests: a result whose subtest held other tests is a suite, left out -- unless
-it failed with no failed test inside (a failing hook, a file that threw), which is its
-``error``. ``ok`` -> passed, ``not ok`` -> failed, a ``# SKIP`` or ``# TODO`` directive ->
-skipped. With ``points_are_tests`` False (node-tap) a result no ``# Subtest:`` announced is an
-assertion of its test, not a test (a skipped one is still a skipped test: node-tap announces
-no skipped subtest). A run killed at its timeout was inside the innermost subtest announced
-and not ended (``running_when_killed``).
+Only leaves are tests: a result whose subtest held other tests is a suite, left out --
+unless it made assertions of its own beside them (node-semver's ``test/ranges/subset.js``: a
+loop of ``t.equal`` at the file's top and one ``t.test``), which are a test under the
+suite's id, failed when one of them failed; or it failed with no failed test inside (a
+failing hook, a file that threw), which is its ``error``. ``ok`` -> passed, ``not ok`` ->
+failed, a ``# SKIP`` or ``# TODO`` directive -> skipped. With ``points_are_tests`` False
+(node-tap) a result no ``# Subtest:`` announced is an assertion of its test, not a test (a
+skipped one is still a skipped test: node-tap announces no skipped subtest). A run killed at
+its timeout was inside the innermost subtest announced and not ended
+(``running_when_killed``).
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ class _Frame:
     depth: int
     has_tests: bool = False
     failed_inside: bool = False
+    assertions: int = 0  # its own assertions (results no subtest announced)
+    assertion_failed: bool = False
 
 
 @dataclass
@@ -87,7 +92,10 @@ def _result(scan: _Scan, result: re.Match[str], points_are_tests: bool, rename: 
     if frame is not None and frame.name != name:
         frame = None
     if frame is None and not points_are_tests and directive not in ("SKIP", "TODO"):
-        return  # an assertion of the enclosing test
+        if scan.open:  # an assertion of the enclosing test
+            scan.open[-1].assertions += 1
+            scan.open[-1].assertion_failed |= result["ok"] == "not ok"
+        return
     if frame is not None:
         scan.open.pop()
     parents = scan.open
@@ -103,7 +111,9 @@ def _result(scan: _Scan, result: re.Match[str], points_are_tests: bool, rename: 
             parent.failed_inside = True
     test = SEPARATOR.join(names)
     if frame is not None and frame.has_tests:
-        if status == "failed" and not frame.failed_inside:
+        if frame.assertions:  # a suite's own assertions beside its tests: a test of its own
+            record(scan.statuses, test, "failed" if frame.assertion_failed else "passed")
+        elif status == "failed" and not frame.failed_inside:
             record(scan.statuses, test, "error")
         return
     record(scan.statuses, test, status)

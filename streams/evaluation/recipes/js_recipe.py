@@ -263,6 +263,44 @@ def _scripts_fallback(facts: JsFacts, pm: str, install: str) -> str:
     return f"{install} || {{ echo 'install scripts failed: again without them'; {fallback}; }}"
 
 
+MAX_HELPER_IMPORTERS_READ = 2000  # test files read to find who imports a helper
+_DEFINES_TESTS = re.compile(r"\b(?:it|test|describe|suite|context|specify)(?:\.\w+)?\s*\(")
+_HELPER_STEM = re.compile(r"\.[cm]?[jt]sx?$")
+
+
+def tests_of_helpers(
+    names: list[str], read: Callable[[str], bytes | None], files: list[str]
+) -> list[str]:
+    """``files`` (a PR's test files) with each that defines no test (a fixture or a table of
+    cases named like a test: path-to-regexp's ``src/cases.spec.ts``) replaced by the test files
+    of the tree that import it, which a runner given it alone finds nothing in ("No test
+    suite found"). A file that is not in the tree (added by the PR) is kept."""
+    present = set(names)
+    out: list[str] = []
+    for path in files:
+        data = read(path) if path in present else None
+        if data is None or _DEFINES_TESTS.search(data.decode(errors="replace")):
+            out.append(path)
+            continue
+        stem = _HELPER_STEM.sub("", posixpath.basename(path))
+        importers = []
+        candidates = [o for o in names if o != path and "node_modules/" not in o
+                      and _TEST_NAME.search(o) and _HELPER_STEM.search(o)]  # fmt: skip
+        for other in candidates[:MAX_HELPER_IMPORTERS_READ]:
+            text = read(other)
+            if text is None:
+                continue
+            for target in _IMPORT.findall(text.decode(errors="replace")):
+                if not target.startswith("."):
+                    continue
+                resolved = posixpath.normpath(posixpath.join(posixpath.dirname(other), target))
+                if _HELPER_STEM.sub("", resolved) == posixpath.join(posixpath.dirname(path), stem):
+                    importers.append(other)
+                    break
+        out += importers or [path]
+    return list(dict.fromkeys(out))
+
+
 def _unused_outside_registry(ctx: JsContext, package: Package) -> tuple[str, ...]:
     """The root's devDependencies from outside a registry (picomatch's
     ``github:jonschlinkert/time-require``) that no test file of ``package`` imports."""
@@ -381,7 +419,32 @@ def runner_words(ctx: JsContext, package: Package, command: Command) -> list[str
     ours = tuple(o for o in ours if o not in kept)  # single-word options: once
     if runner == "mocha":
         kept += _mocha_ui(ctx, package, kept)
+    if runner == "jest":
+        kept += _jest_preset(ctx, package, kept)
     return [*_program(runner), *kept, *ours]
+
+
+_JEST_CONFIG = re.compile(r"(?:^|/)(?:jest\.config\.[cm]?[jt]s|jest\.config\.json)$")
+_BABEL_CONFIG = re.compile(r"(?:^|/)(?:\.babelrc(?:\.\w+)?|babel\.config\.[cm]?[jt]s(?:on)?)$")
+
+
+def _jest_preset(ctx: JsContext, package: Package, kept: list[str]) -> list[str]:
+    """``--preset=ts-jest`` for TypeScript tests that jest would read with babel, which does
+    not parse TypeScript without a preset: no jest or babel config in the repository, ts-jest
+    installed (path-to-regexp ran jest through ``ts-scripts test``, whose own config sets
+    ts-jest)."""
+    if package.has_jest_config or any(w.startswith(("--config", "-c", "--preset")) for w in kept):
+        return []
+    if any(_JEST_CONFIG.search(n) or _BABEL_CONFIG.search(n) for n in ctx.names
+           if "node_modules/" not in n):  # fmt: skip
+        return []
+    if not any(f.endswith((".ts", ".tsx", ".mts", ".cts")) for f in _test_files(ctx, package)):
+        return []
+    mentions = _lock_mentions(ctx.facts)
+    installed = "ts-jest" in package.all_dependencies or (
+        mentions is not None and mentions("ts-jest")
+    )
+    return ["--preset=ts-jest"] if installed else []
 
 
 _MOCHA_UI_OPTION = re.compile(r"^(?:--ui|-u)(?:=|\s+)(\S+)", re.MULTILINE)

@@ -62,6 +62,17 @@ pytestmark = pytest.mark.unit
             "SyntaxError: /testbed/src/index.spec.ts: Missing semicolon. (5:4)",
             "a test file does not parse as the runner loads it (a transform is missing)",
         ),
+        (
+            "install_failed",
+            "Found 3 errors in the same file, starting at: lib/yargs-parser.ts:686",
+            "the project's TypeScript build fails",
+        ),
+        (
+            "install_failed",
+            "npm ERR! path /testbed\nnpm ERR! command failed\nnpm ERR! command sh -c npm run "
+            "compile\n",
+            "the project's own install script fails (npm run compile)",
+        ),
         ("install_failed", "something nobody has seen", None),
         ("no_fail_to_pass", "ReferenceError: x is not defined", None),  # not a log reason
     ],

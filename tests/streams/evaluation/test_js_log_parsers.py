@@ -405,3 +405,17 @@ def test_a_truncated_json_report_is_a_value_error() -> None:
     mocha = (DATA / "mocha" / "report.json").read_bytes()
     with pytest.raises(ValueError, match="malformed mocha JSON"):
         parse_report("mocha-json", mocha[:-10])
+
+
+@pytest.mark.unit
+def test_tap_a_files_own_assertions_beside_its_tests_are_a_test_of_their_own() -> None:
+    """node-semver#867: a loop of ``t.equal`` at a file's top beside one ``t.test``; the fix
+    turns a failing assertion into a passing one: the file's own assertions are the test
+    ``<file>``, failed before and passed after (FAIL_TO_PASS), the ``t.test`` its own."""
+    report = recorded("tap", "report-16-assertions.tap")
+    assert parse_report("tap", report.encode()) == {
+        "test/cases.js > double of zero": "passed",
+        "test/cases.js": "failed",
+    }
+    fixed = report.replace("not ok 3 - double 2 = 5", "ok 3 - double 2 = 5")
+    assert log_parser("tap").parse(fixed)["test/cases.js"] == "passed"

@@ -605,3 +605,50 @@ def test_a_dev_dependency_from_a_git_host_that_no_test_imports_is_left_out() -> 
     # with a lockfile the frozen install is left as it is
     locked = recipe_of({**files, "package-lock.json": NPM_LOCK})
     assert "npm pkg delete" not in " ".join(locked.env_commands + locked.install_commands)
+
+
+def test_a_touched_test_helper_runs_through_the_tests_that_import_it() -> None:
+    """path-to-regexp#390: the PR changes ``src/cases.spec.ts`` (a table of cases, no test;
+    vitest: "No test suite found") which ``src/index.spec.ts`` imports."""
+    from streams.evaluation.recipes.js_recipe import tests_of_helpers
+
+    files = {
+        "src/cases.spec.ts": "export const PARSER_TESTS = [{ path: '/' }];\n",
+        "src/index.spec.ts": "import { describe, it } from 'vitest';\n"
+        "import { PARSER_TESTS } from './cases.spec';\n"
+        "describe('p', () => { it('x', () => {}); });\n",
+        "src/other.spec.ts": "import { it } from 'vitest';\nit('y', () => {});\n",
+        "test/math.test.js": "test('adds', () => {});\n",
+    }
+    data = {path: text.encode() for path, text in files.items()}
+    names = sorted(data)
+    touched = ["src/cases.spec.ts", "test/math.test.js", "test/new.test.js"]
+    assert tests_of_helpers(names, data.get, touched) == [
+        "src/index.spec.ts", "test/math.test.js", "test/new.test.js",
+    ]  # fmt: skip
+    # a helper nothing imports is kept: the run says what it says
+    lonely = {**data, "src/index.spec.ts": b"it('x', () => {});\n"}
+    assert tests_of_helpers(names, lonely.get, ["src/cases.spec.ts"]) == ["src/cases.spec.ts"]
+
+
+def test_typescript_tests_under_jest_without_a_config_get_the_ts_jest_preset() -> None:
+    """path-to-regexp#261: ``ts-scripts test`` ran jest with its own ts-jest config; jest run
+    alone reads ``src/index.spec.ts`` with babel ("Missing semicolon" at a type)."""
+    lock = '{"lockfileVersion": 3, "packages": {"node_modules/ts-jest": {"version": "27.1.3"}}}'
+    files = {
+        "package.json": package({"test": "jest"}),
+        "package-lock.json": lock,
+        "src/index.spec.ts": "type T = [string];\ntest('x', () => {});\n",
+    }
+    assert "--preset=ts-jest" in runner_part(recipe_of(files))
+    # a config of the repository's own decides; JavaScript tests need no preset
+    assert "--preset" not in runner_part(
+        recipe_of({**files, "jest.config.js": "module.exports={}"})
+    )
+    assert "--preset" not in runner_part(
+        recipe_of({**files, "babel.config.js": "module.exports={}"})
+    )
+    plain = {**files, "package-lock.json": lock.replace("ts-jest", "other")}
+    assert "--preset" not in runner_part(recipe_of(plain))
+    js = {k.replace(".ts", ".js"): v.replace("type T = [string];\n", "") for k, v in files.items()}
+    assert "--preset" not in runner_part(recipe_of(js))
