@@ -153,7 +153,14 @@ class StageRunner(Generic[In]):
                 await self._dead_letter(key, value, partition, offset, exc, "logic", attempt)
                 await self._ledger(record, "failed", f"{type(exc).__name__}: {exc}"[:500])
                 return None
-            await self._emit(record, outcome)
+            try:
+                await self._emit(record, outcome)
+            except Exception as exc:  # an outcome that does not serialise: the record is kept
+                # (a crash here would end the agent's actor and lose the record unrecorded)
+                log.exception("stage %s could not emit its outcome for %s", stage, key)
+                await self._dead_letter(key, value, partition, offset, exc, "emit", attempt)
+                await self._ledger(record, "failed", f"{type(exc).__name__}: {exc}"[:500])
+                return None
             return outcome
         finally:
             metrics.STAGE_PROCESSING_SECONDS.labels(stage=stage).observe(

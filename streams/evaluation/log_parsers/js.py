@@ -42,8 +42,19 @@ def relative_path(path: str, root: str = REPO_ROOT) -> str:
     return path.removeprefix("./")
 
 
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def printable(test: str) -> str:
+    """``test`` with each lone UTF-16 surrogate (a JS title may hold one: yaml's ``'\\udead'``
+    tests, read from a JSON report) written as its ``\\uXXXX`` escape: an id must encode
+    as UTF-8 to be stored."""
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", test)
+
+
 def record(statuses: dict[str, TestStatus], test: str, status: TestStatus) -> None:
     """Set ``test``'s status, the worse one winning when an id is seen twice."""
+    test = printable(test)
     previous = statuses.get(test)
     if previous is None or RANK[status] > RANK[previous]:
         statuses[test] = status

@@ -419,3 +419,17 @@ def test_tap_a_files_own_assertions_beside_its_tests_are_a_test_of_their_own() -
     }
     fixed = report.replace("not ok 3 - double 2 = 5", "ok 3 - double 2 = 5")
     assert log_parser("tap").parse(fixed)["test/cases.js"] == "passed"
+
+
+@pytest.mark.unit
+def test_a_title_with_a_lone_surrogate_gets_an_id_utf8_can_store() -> None:
+    """eemeli/yaml's tests are titled with lone surrogates (``'\\udead'``), which a JSON report
+    writes as an escape and Python reads as a code point UTF-8 cannot encode: the id keeps it
+    as the text ``\\udead``."""
+    report = report_in_testbed("jest", "report.json").replace(
+        b'"title":"adds"', b'"title":"adds \\udead"'
+    )
+    statuses = parse_report("jest-json", report)
+    (added,) = [test for test in statuses if "adds" in test]
+    assert added.endswith("adds \\udead")
+    added.encode()  # storable

@@ -210,3 +210,29 @@ async def test_an_outage_is_waited_out_and_never_a_verdict(
     assert "shout pauses" in said[0] and "nothing is marked failed" in said[0]
     assert said[1].startswith("docker is back after") and said[1].endswith("shout resumed")
     assert outages.down() == {}
+
+
+async def test_an_outcome_that_does_not_serialise_goes_to_dlq_and_ledger() -> None:
+    """yaml's tests titled with a lone surrogate (``'\\udead'``) made an output JSON cannot
+    encode: the emit raised past the stage, crashed the agent's actor and lost the PR with
+    no ledger entry. Now: dead-lettered (kind ``emit``) and ``failed`` in the ledger."""
+    from streams.pipeline.stage import Stage
+
+    async def garble(utterance: Utterance) -> Outcome:
+        if utterance.text == "garble":
+            return Outcome.accept(utterance.model_copy(update={"text": "bad \udead"}))
+        return Outcome.accept(utterance)
+
+    sink = MemorySink()
+    runner = StageRunner(Stage("shout", HEARD, SHOUTED, garble), sink, pipeline_version=3)
+    before = counter(metrics.STAGE_RECORDS_FAILED, stage="shout", error="emit")
+    raw = utterance("garble", number=11)
+    assert await runner.process(b"octo/hello#11", raw, 0, 9) is None
+    letter = DeadLetter.from_json(sink.on("test.heard.dlq")[0][1])
+    assert letter.original_value() == raw and letter.source_offset == 9
+    entry = LedgerEntry.from_json(sink.on("swe.ledger")[-1][1])
+    assert entry.status == "failed" and "Serializ" in (entry.reason or "")
+    assert counter(metrics.STAGE_RECORDS_FAILED, stage="shout", error="emit") == before + 1
+    assert sink.on(SHOUTED.name) == []
+    assert await runner.process(b"octo/hello#12", utterance("ok", number=12), 0, 10) is not None
+    assert len(sink.on(SHOUTED.name)) == 1
