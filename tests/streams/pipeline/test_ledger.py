@@ -149,3 +149,18 @@ def test_a_bad_pr_file_line_is_an_error_naming_it(tmp_path: Path, line: str) -> 
     path.write_text('{"repo": "octo/ok", "pr": 1}\n' + line + "\n")
     with pytest.raises(PrFileError, match=r"bad.jsonl:2: "):
         read_pr_file(path, 1)
+
+
+def test_the_ledger_changelog_is_no_stream_faust_should_watch() -> None:
+    """Faust's monitor takes every acking topic of the app for a stream: swe.ledger (the
+    table's changelog, no stream reads it) logged "Stream has not started processing" at
+    ERROR every few seconds once a run passed five minutes. Its topic does not ack, as
+    Faust's own changelogs do not; a stage's input does."""
+    from tests.fakes.shout_app import app
+
+    changelog = app.tables["swe-ledger"].changelog_topic
+    assert changelog.get_topic_name() == "swe.ledger"
+    assert changelog.acks is False
+    # the stage's input acks: its offsets are committed as records are done
+    (agent,) = [a for a in app.agents.values() if a.name.endswith("shout")]
+    assert agent.channel.acks is True
