@@ -3,8 +3,12 @@ run, an LLM finds what is missing, as RepoLaunch and SWE-rebench's builder do.
 
 It works in a sandbox of the candidate environment (the failed recipe's images, or the
 repository on the bare tools layer when they did not build) and reads first what a person
-would: README, CI workflows, tox / nox files, pyproject / setup files, and the failing log.
-Tools:
+would: README, CI workflows, tox / nox files, pyproject / setup files, and the failing log;
+for a JavaScript / TypeScript repository, package.json, ``.nvmrc``, the lockfile's name, the
+runners' config files and the Makefile. Its system prompt is its language's
+(``SETUP_SYSTEM``: the venv, the Pythons; ``SETUP_SYSTEM_JS``: node_modules, the package
+manager, the Node majors with an image and how each JS runner is run so its log parser reads
+it). Tools:
 
 - ``shell``: a command in the sandbox (time-limited, output tail returned; it may install
   Debian packages to try them). The sandbox reaches the package registries through a proxy
@@ -12,8 +16,9 @@ Tools:
   pids, each file it writes bounded and all it writes checked after every command
   (``setup_agent.disk_mb``);
 - ``read_file``: lines of a file;
-- ``submit_recipe``: Python, Debian packages, env / install / pre-test commands, test command
-  and runner: a change over the failed recipe, as an override is.
+- ``submit_recipe``: Python (or, for JavaScript / TypeScript, the Node major), Debian
+  packages, env / install / pre-test commands, test command and runner: a change over the
+  failed recipe, as an override is.
 
 A submission is verified from scratch (``Validator.recipe_with`` + ``build(fresh=True)`` +
 ``verify``): its images are built again and the PR's touched test files must run at the base
@@ -37,7 +42,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from agents.prompts import SETUP_SYSTEM, SETUP_USER, clip, render
+from agents.prompts import SETUP_SYSTEM, SETUP_SYSTEM_JS, SETUP_USER, clip, render
 from agents.tool_loop import Budget, BudgetExhausted, ShellArgs, shell_result, tool_loop
 from schemas import PatchSet
 from streams.clients.llm import LLMClient, Tool, call_arguments, call_name, describe_error
@@ -46,11 +51,12 @@ from streams.core.settings import SetupAgentSettings
 from streams.evaluation.egress import RegistryEgress
 from streams.evaluation.environments import InstallRecipe, TreeFiles
 from streams.evaluation.image_builds import ImageBuildError
-from streams.evaluation.log_parsers import LOG_PARSERS
+from streams.evaluation.log_parsers import LOG_PARSERS, RUNNER_COMMANDS
 from streams.evaluation.recipes.overrides import RepositoryOverride
 from streams.evaluation.sandbox import Limits, Sandbox
 from streams.evaluation.validator import (
     INSTALL_FAILED,
+    NO_RUNNER,
     SUBMODULE_MISSING,
     TESTS_DID_NOT_RUN,
     TESTS_FAIL_AFTER_FIX,
@@ -64,10 +70,15 @@ from streams.evaluation.validator import (
 log = logging.getLogger("swe_stream.setup_agent")
 
 PURPOSE = "setup"
-# the rejections a better environment may fix: the agent is asked after these
+# the rejections a better environment may fix: the agent is asked after these (NO_RUNNER: a
+# test script whose runner inference could not read, such as ``make test``; the agent starts
+# from inference's recipe, which installs the dependencies, and names it)
 SETUP_REASONS = frozenset(
-    {INSTALL_FAILED, TESTS_DID_NOT_RUN, TESTS_SKIPPED, TESTS_FAIL_AFTER_FIX, SUBMODULE_MISSING}
-)
+    {
+        INSTALL_FAILED, TESTS_DID_NOT_RUN, TESTS_SKIPPED, TESTS_FAIL_AFTER_FIX, SUBMODULE_MISSING,
+        NO_RUNNER,
+    }
+)  # fmt: skip
 SUBMISSION_LIMIT = "setup_agent_submission_limit"
 DISK_LIMIT = "setup_agent_disk_limit"
 DOCUMENT_CHARS = 5000  # of each file shown in the first message
@@ -77,6 +88,19 @@ FIRST_READ = (
     "pyproject.toml", "setup.cfg", "setup.py", "Makefile", "pytest.ini", ".travis.yml",
     "azure-pipelines.yml", ".gitlab-ci.yml",
 )  # fmt: skip
+# the same for a JavaScript / TypeScript repository: its package.json and Node version first
+FIRST_READ_JS = (
+    "README.md", "README.rst", "README.txt", "README", "package.json", ".nvmrc",
+    ".node-version", "Makefile", "tsconfig.json", ".mocharc.json", ".mocharc.js",
+    ".mocharc.cjs", ".mocharc.yml", ".mocharc.yaml", "jest.config.js", "jest.config.ts",
+    "jest.config.cjs", "jest.config.mjs", "vitest.config.ts", "vitest.config.js",
+    "vitest.config.mts", "vite.config.ts", "vite.config.js", "ava.config.js", ".taprc",
+    "pnpm-workspace.yaml", "lerna.json", ".npmrc", ".yarnrc.yml", ".travis.yml",
+    "azure-pipelines.yml", ".gitlab-ci.yml",
+)  # fmt: skip
+# lockfiles: named (and their size); shown only when they are small
+LOCKFILES = ("package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml")
+LOCKFILE_SHOWN_CHARS = 2000
 
 
 class ReadArgs(BaseModel):
@@ -120,10 +144,12 @@ class SetupResult:
     tokens: int
 
 
-def documents(tree: TreeFiles) -> str:
-    """What a person reads first: README, CI workflows, tox / nox / pyproject / setup files
-    (each clipped, all within ``DOCUMENTS_CHARS``)."""
-    names = [n for n in FIRST_READ if tree.has(n)]
+def documents(tree: TreeFiles, js: bool = False) -> str:
+    """What a person reads first: README, CI workflows, tox / nox / pyproject / setup files;
+    for a JavaScript / TypeScript repository (``js``) README, package.json, ``.nvmrc``, the
+    Makefile and the runners' config files, and the lockfile by its name (its lines only when
+    it is small). Each clipped, all within ``DOCUMENTS_CHARS``."""
+    names = [n for n in (FIRST_READ_JS if js else FIRST_READ) if tree.has(n)]
     names += [
         n for n in tree.names
         if n.startswith(".github/workflows/") and n.endswith((".yml", ".yaml"))
@@ -140,6 +166,12 @@ def documents(tree: TreeFiles) -> str:
             continue
         used += len(text)
         parts.append(f"--- {name}\n{text}")
+    for lockfile in [n for n in LOCKFILES if tree.has(n)] if js else []:
+        data = tree.read(lockfile, LOCKFILE_SHOWN_CHARS)
+        if data is None:  # larger than that: its name is what matters (the package manager)
+            parts.append(f"--- {lockfile}: the lockfile (over {LOCKFILE_SHOWN_CHARS} bytes)")
+        else:
+            parts.append(f"--- {lockfile}\n{data.decode('utf-8', errors='replace')}")
     return "\n".join(parts) or "(none of them)"
 
 
@@ -165,6 +197,70 @@ def unavailable(settings: SetupAgentSettings, llm: LLMClient) -> str | None:
 
 def _lines(commands: tuple[str, ...]) -> str:
     return "\n".join(f"  {c}" for c in commands) or "  (none)"
+
+
+def runner_commands() -> str:
+    """How swe-stream runs each JavaScript runner so that its log parser reads the output
+    (``log_parsers.RUNNER_COMMANDS``), a line each, for the JS system prompt."""
+    return "\n".join(
+        f"  {runner}: `{command.command}`" for runner, command in sorted(RUNNER_COMMANDS.items())
+    )
+
+
+def system_prompt(
+    recipe: InstallRecipe, pythons: list[str], nodes: list[str], submissions: int
+) -> str:
+    """The system prompt of the failed recipe's language: Python's (the venv, the Pythons
+    with a base image: ``pythons``) or JavaScript / TypeScript's (node_modules, the Node
+    majors with an image: ``nodes``, the JS runners)."""
+    if recipe.is_js:
+        return render(
+            SETUP_SYSTEM_JS,
+            shell=SHELL.name,
+            read=READ.name,
+            submit=SUBMIT.name,
+            node=recipe.node or "(the base image's)",
+            runner_commands=runner_commands(),
+            runners=", ".join(sorted(RUNNER_COMMANDS)),
+            nodes=", ".join(sorted(nodes, key=int)) or "(none built: leave it out)",
+            submissions=submissions,
+        )
+    return render(
+        SETUP_SYSTEM,
+        shell=SHELL.name,
+        read=READ.name,
+        submit=SUBMIT.name,
+        runners=", ".join(sorted(LOG_PARSERS)),
+        pythons=", ".join(sorted(pythons)) or "the default",
+        submissions=submissions,
+    )
+
+
+def setup_messages(
+    failure: SetupFailure, pythons: list[str], nodes: list[str], submissions: int
+) -> list[dict[str, Any]]:
+    """The conversation's first two messages: the system prompt of the failed recipe's
+    language (``system_prompt``) and the failure with what a person reads first."""
+    recipe = failure.recipe
+    system = system_prompt(recipe, pythons, nodes, submissions)
+    user = render(
+        SETUP_USER,
+        repo=failure.patches.repo,
+        number=failure.patches.number,
+        test_files=", ".join(failure.patches.test_files) or "(none)",
+        interpreter=recipe.interpreter,
+        system_packages=", ".join(recipe.system_packages) or "(none)",
+        env_commands=_lines(recipe.env_commands),
+        install_commands=_lines(recipe.install_commands),
+        pre_test_commands=_lines(recipe.pre_test_commands),
+        test_command=recipe.test_command,
+        test_runner=recipe.test_runner,
+        reason=failure.reason,
+        failure=clip(failure.detail, 6000),
+        documents=documents(failure.tree, js=recipe.is_js),
+        tree="\n".join(failure.tree.names[:300]),
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 class SetupAgent:
@@ -206,34 +302,9 @@ class SetupAgent:
         raise AssertionError("unreachable")  # the stack re-raises or the block returns
 
     def _messages(self, failure: SetupFailure) -> list[dict[str, Any]]:
-        recipe = failure.recipe
-        system = render(
-            SETUP_SYSTEM,
-            shell=SHELL.name,
-            read=READ.name,
-            submit=SUBMIT.name,
-            runners=", ".join(sorted(LOG_PARSERS)),
-            pythons=", ".join(sorted(self.validator.python_images())) or "the default",
-            submissions=self.settings.max_submissions,
-        )
-        user = render(
-            SETUP_USER,
-            repo=failure.patches.repo,
-            number=failure.patches.number,
-            test_files=", ".join(failure.patches.test_files) or "(none)",
-            python=recipe.python or "default",
-            system_packages=", ".join(recipe.system_packages) or "(none)",
-            env_commands=_lines(recipe.env_commands),
-            install_commands=_lines(recipe.install_commands),
-            pre_test_commands=_lines(recipe.pre_test_commands),
-            test_command=recipe.test_command,
-            test_runner=recipe.test_runner,
-            reason=failure.reason,
-            failure=clip(failure.detail, 6000),
-            documents=documents(failure.tree),
-            tree="\n".join(failure.tree.names[:300]),
-        )
-        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        validator = self.validator
+        pythons, nodes = list(validator.python_images()), list(validator.node_images())
+        return setup_messages(failure, pythons, nodes, self.settings.max_submissions)
 
     async def _converse(
         self, failure: SetupFailure, explore: Environment, box: Sandbox, started: float
@@ -380,7 +451,7 @@ class _Session:
         try:
             recipe = validator.recipe_with(
                 patches.repo, patches.base_commit, self.failure.tree, patches.created_at, change,
-                "agent",
+                "agent", [*patches.test_files, *patches.source_files],
             )  # fmt: skip
             if args.explanation:
                 recipe = replace(recipe, notes=(*recipe.notes, f"setup agent: {args.explanation}"))

@@ -15,6 +15,12 @@ tests itself and finds every claimed FAIL_TO_PASS test failing before the fix an
 every run after it (and the PASS_TO_PASS ones passing throughout). Otherwise the reasons are
 the tool result and the loop goes on. Turns, tokens and wall time are limited; running out is
 a rejection with its reason.
+
+The prompt is the recipe's language's: pytest ids (``path::name``) for Python
+(``TESTGEN_SYSTEM``); for JavaScript / TypeScript (``TESTGEN_SYSTEM_JS``) test files in the
+style of the repository's runner (the recipe's ``test_runner``) and the ids the JS log parsers
+make (``<file> > <describe blocks> > <title>``; mocha's ``<file> > <full title>``), with the
+ids the validator's run did see told back when a claimed one was not run.
 """
 
 from __future__ import annotations
@@ -30,13 +36,13 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from agents.paths import is_test_path
-from agents.prompts import TESTGEN_SYSTEM, TESTGEN_USER, clip, render
+from agents.prompts import TESTGEN_SYSTEM, TESTGEN_SYSTEM_JS, TESTGEN_USER, clip, render
 from agents.tool_loop import Budget, BudgetExhausted, ShellArgs, shell_result, tool_loop
 from schemas import PatchSet
 from streams.clients.llm import LLMClient, Tool, call_arguments, call_name, describe_error
 from streams.core import metrics
 from streams.core.settings import TestgenSettings
-from streams.evaluation.environments import TreeFiles
+from streams.evaluation.environments import InstallRecipe, TreeFiles
 from streams.evaluation.sandbox import Limits, Sandbox
 from streams.evaluation.validator import (
     PATCH_DIR,
@@ -66,11 +72,45 @@ class SubmitArgs(BaseModel):
     )
 
 
+class SubmitJsArgs(SubmitArgs):
+    """``SubmitArgs`` with the ids of the JavaScript runners (``<file> > ... > <title>``)."""
+
+    fail_to_pass: list[str] = Field(
+        min_length=1,
+        description="ids (<file> > <describe blocks> > <title>) of the tests that fail before "
+        "the fix and pass after it",
+    )
+    pass_to_pass: list[str] = Field(
+        default_factory=list, description="ids of the tests that pass before and after the fix"
+    )
+
+
 SHELL = Tool("shell", "Run a bash command in the repository's container.", ShellArgs)
 SUBMIT = Tool(
     "submit_tests",
     "Submit test files and the tests that fail before the fix and pass after it.",
     SubmitArgs,
+)
+SUBMIT_JS = Tool(SUBMIT.name, SUBMIT.description, SubmitJsArgs)
+EXAMPLE_FILE = "test/math.test.js"
+# a JS test's id, by runner (the JS log parsers': ``streams.evaluation.log_parsers``)
+JS_ID_SHAPES = {
+    "mocha": (
+        "its file's path from the repository root, then mocha's full title (the describe "
+        "blocks' titles and the test's, joined by single spaces), the two joined by ` > `: "
+        f"`{EXAMPLE_FILE} > add adds two numbers` for it('adds two numbers') in "
+        "describe('add')"
+    ),
+    "ava": (
+        "its file's path from the repository root, then its title, joined by ` > `: "
+        f"`{EXAMPLE_FILE} > adds two numbers` for test('adds two numbers', ...)"
+    ),
+}
+JS_ID_SHAPE = (
+    "its file's path from the repository root, then the titles of the describe blocks (or "
+    "suites, or subtests) it is in, then its own title, joined by ` > `: "
+    f"`{EXAMPLE_FILE} > add > adds two numbers` for it('adds two numbers') in describe('add'), "
+    f"`{EXAMPLE_FILE} > adds two numbers` for a test outside any describe block"
 )
 
 
@@ -88,23 +128,28 @@ def safe_path(path: str) -> str:
     return normal
 
 
-def checked_test_path(path: str) -> str:
+def checked_test_path(path: str, js: bool = False) -> str:
     """A safe path that names a test file: a submission may not change the code under test
-    (that would make "fails before the fix" mean nothing)."""
+    (that would make "fails before the fix" mean nothing). ``js``: the rejection names
+    JavaScript's test file names."""
     normal = safe_path(path)
     if not is_test_path(normal):
+        names = (
+            "name it *.test.js or *.spec.ts, or put it under a test/ or __tests__/ directory"
+            if js
+            else "name it test_*.py or *_test.py, or put it under a tests/ directory"
+        )
         raise Rejected(
-            f"{path!r} is not a test file (name it test_*.py or *_test.py, or put it under "
-            "a tests/ directory); submissions may only add or change tests"
+            f"{path!r} is not a test file ({names}); submissions may only add or change tests"
         )
     return normal
 
 
-def files_patch(tree: TreeFiles, files: dict[str, str]) -> str:
+def files_patch(tree: TreeFiles, files: dict[str, str], js: bool = False) -> str:
     """A unified diff (``git apply`` format) turning the base tree's files into ``files``."""
     parts = []
     for raw_path, content in sorted(files.items()):
-        path = checked_test_path(raw_path)
+        path = checked_test_path(raw_path, js)
         old_bytes = tree.read(path)
         old = old_bytes.decode("utf-8", errors="replace") if old_bytes is not None else None
         new = content if content.endswith("\n") else content + "\n"
@@ -131,8 +176,10 @@ def files_patch(tree: TreeFiles, files: dict[str, str]) -> str:
     return "".join(parts)
 
 
-def check_claims(proof: Proof, submitted: SubmitArgs) -> None:
-    """The validator's own run must confirm every claim; Rejected says which did not hold."""
+def check_claims(proof: Proof, submitted: SubmitArgs, js: bool = False) -> None:
+    """The validator's own run must confirm every claim; Rejected says which did not hold
+    (``js``: and, when a claimed id was not run, the ids the run did see, for the model to
+    match the JS runners' ids)."""
     before, after = proof.report.before, proof.report.after
     problems = [
         f"{test}: before the fix {before.get(test, 'not run')}, after {after.get(test, 'not run')}"
@@ -146,13 +193,61 @@ def check_claims(proof: Proof, submitted: SubmitArgs) -> None:
         if test not in proof.pass_to_pass
     ]
     if problems:
-        raise Rejected("these claims did not hold when re-run: " + "; ".join(problems))
+        claimed = [*submitted.fail_to_pass, *submitted.pass_to_pass]
+        unseen = any(test not in before and test not in after for test in claimed)
+        seen = sorted({*before, *after})
+        ids = ""
+        if js and unseen:
+            shown = ", ".join(seen[:MAX_IDS_SHOWN]) or "none"
+            more = f" and {len(seen) - MAX_IDS_SHOWN} more" if len(seen) > MAX_IDS_SHOWN else ""
+            ids = f". The run's test ids: {shown}{more}"
+        raise Rejected("these claims did not hold when re-run: " + "; ".join(problems) + ids)
+
+
+MAX_IDS_SHOWN = 30  # of the run's test ids, in a rejection
 
 
 def tree_summary(tree: TreeFiles, limit: int = 200) -> str:
     names = tree.names
     more = f"\n... and {len(names) - limit} more files" if len(names) > limit else ""
     return "\n".join(names[:limit]) + more
+
+
+def testgen_messages(
+    patches: PatchSet, recipe: InstallRecipe, tree: TreeFiles
+) -> list[dict[str, Any]]:
+    """The conversation's first two messages: the system prompt of the recipe's language
+    (Python: pytest; JavaScript / TypeScript: its runner and the JS test ids) and the task."""
+    if recipe.is_js:
+        system = render(
+            TESTGEN_SYSTEM_JS,
+            shell=SHELL.name,
+            submit=SUBMIT_JS.name,
+            fix_path=f"{PATCH_DIR}/fix.patch",
+            runner=recipe.test_runner,
+            id_shape=JS_ID_SHAPES.get(recipe.test_runner, JS_ID_SHAPE),
+            framework=f"{recipe.language}, {recipe.test_runner} ({recipe.interpreter})",
+            test_command=recipe.test_command,
+        )
+    else:
+        system = render(
+            TESTGEN_SYSTEM,
+            shell=SHELL.name,
+            submit=SUBMIT.name,
+            fix_path=f"{PATCH_DIR}/fix.patch",
+            framework=f"{recipe.language}, pytest",
+            test_command=recipe.test_command,
+        )
+    user = render(
+        TESTGEN_USER,
+        repo=patches.repo,
+        title=patches.title or "(none)",
+        body=clip(patches.body, 4000) or "(none)",
+        problem_statement=clip(patches.problem_statement, 6000),
+        fix=clip(patches.patch, 12000),
+        tree=tree_summary(tree),
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 class AgenticTestGenerator:
@@ -170,6 +265,11 @@ class AgenticTestGenerator:
         self.always = settings.mode == "always"
         self.limits = limits
 
+    @staticmethod
+    def submit_tool(environment: Environment) -> Tool[Any]:
+        """``submit_tests`` with the ids of the recipe's language."""
+        return SUBMIT_JS if environment.recipe.is_js else SUBMIT
+
     async def generate(
         self,
         patches: PatchSet,
@@ -185,24 +285,7 @@ class AgenticTestGenerator:
             await asyncio.to_thread(box.__exit__, None, None, None)
 
     def _messages(self, patches: PatchSet, environment: Environment) -> list[dict[str, Any]]:
-        system = render(
-            TESTGEN_SYSTEM,
-            shell=SHELL.name,
-            submit=SUBMIT.name,
-            fix_path=f"{PATCH_DIR}/fix.patch",
-            framework=f"{environment.recipe.language}, pytest",
-            test_command=environment.recipe.test_command,
-        )
-        user = render(
-            TESTGEN_USER,
-            repo=patches.repo,
-            title=patches.title or "(none)",
-            body=clip(patches.body, 4000) or "(none)",
-            problem_statement=clip(patches.problem_statement, 6000),
-            fix=clip(patches.patch, 12000),
-            tree=tree_summary(environment.tree),
-        )
-        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return testgen_messages(patches, environment.recipe, environment.tree)
 
     async def _loop(
         self,
@@ -220,12 +303,14 @@ class AgenticTestGenerator:
             settings.max_context_chars,
         )
 
+        submit = self.submit_tool(environment)
+
         async def answer(call: dict[str, Any], deadline: float) -> tuple[str, Any]:
-            return await self._answer(call, box, environment.tree, prove, deadline)
+            return await self._answer(call, box, environment.tree, prove, deadline, submit)
 
         messages = self._messages(patches, environment)
         try:
-            accepted = await tool_loop(self.llm, messages, [SHELL, SUBMIT], answer, budget, PURPOSE)
+            accepted = await tool_loop(self.llm, messages, [SHELL, submit], answer, budget, PURPOSE)
         except BudgetExhausted as exhausted:
             metrics.TESTGEN_TURNS.labels(outcome="exhausted").observe(exhausted.turns)
             raise ValidationFailed(f"testgen_{exhausted.limit}", exhausted.detail) from None
@@ -241,23 +326,25 @@ class AgenticTestGenerator:
         tree: TreeFiles,
         prove: Callable[[str, list[str]], Proof],
         deadline: float,
+        submit: Tool[Any] = SUBMIT,
     ) -> tuple[str, tuple[str, Proof] | None]:
         """The tool result for one call, and (test_patch, proof) once tests are accepted."""
         name = call_name(call)
         try:
             if name == SHELL.name:
                 return await self._shell(call_arguments(call, ShellArgs), box, deadline), None
-            if name == SUBMIT.name:
-                submitted = call_arguments(call, SubmitArgs)
+            if name == submit.name:
+                submitted: SubmitArgs = call_arguments(call, submit.arguments)
             else:
-                return f"unknown tool {name!r}: use {SHELL.name} or {SUBMIT.name}", None
+                return f"unknown tool {name!r}: use {SHELL.name} or {submit.name}", None
         except ValidationError as exc:
             return f"invalid arguments: {describe_error(exc)}", None
         try:
-            test_patch = files_patch(tree, submitted.files)
-            test_files = sorted(checked_test_path(path) for path in submitted.files)
+            js = submit is SUBMIT_JS
+            test_patch = files_patch(tree, submitted.files, js)
+            test_files = sorted(checked_test_path(path, js) for path in submitted.files)
             proof = await asyncio.to_thread(prove, test_patch, test_files)
-            check_claims(proof, submitted)
+            check_claims(proof, submitted, js)
         except (Rejected, ValidationFailed) as exc:
             metrics.TESTGEN_SUBMISSIONS.labels(result="rejected").inc()
             return f"rejected: {exc}. Fix the tests and submit again.", None

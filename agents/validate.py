@@ -7,8 +7,9 @@ after the fix in a sandbox, and keeps FAIL_TO_PASS and PASS_TO_PASS from stable 
 The environment is the first of the recipe chain that runs the tests: the remembered recipes
 of the repository (``streams.evaluation.recipes.memory``; one of another pipeline version is
 verified first), inference's, then the environment-setup agent (``agents.setup_agent``, when
-configured) for PRs whose tests none of them made run. The recipe that ran them is remembered
-(``streams.pipeline.recipe_memory``).
+configured) for PRs whose tests none of them made run, or whose test script runs no runner
+inference reads (``no_test_runner``: a JavaScript ``make test``). The recipe that ran them is
+remembered (``streams.pipeline.recipe_memory``).
 
 When the PR's own tests prove nothing (none, or no FAIL_TO_PASS), the test generator
 (``agents.testgen``, when configured) writes tests; each of its submissions is proven the same
@@ -34,6 +35,7 @@ from streams.evaluation.recipes.memory import remembered_entry
 from streams.evaluation.validator import (
     ENVIRONMENT_REASONS,
     NO_FAIL_TO_PASS,
+    NO_RUNNER,
     NO_TESTS,
     RECIPE_REJECTED,
     TESTS_DID_NOT_RUN,
@@ -118,13 +120,18 @@ class ValidateStage:
         tried when they did not run or nothing passed in one; the setup agent when none
         made them run."""
         validator = self.validator
-        tree, recipes = await asyncio.to_thread(
-            validator.recipes,
-            patches.repo,
-            patches.base_commit,
-            patches.created_at,
-            [*patches.test_files, *patches.source_files],
-        )
+        changed = [*patches.test_files, *patches.source_files]
+        try:
+            tree, recipes = await asyncio.to_thread(
+                validator.recipes, patches.repo, patches.base_commit, patches.created_at, changed
+            )
+        except ValidationFailed as failed:
+            if failed.reason != NO_RUNNER or not has_tests:
+                raise
+            if self.setup_agent is None:
+                failed.detail += f"\n{self.no_agent}" if self.no_agent else ""
+                raise
+            return await self._without_runner(patches, failed, changed)
         candidates = validator.built(patches.repo, patches.instance_id, tree, recipes)
         last: ValidationFailed | None = None
         try:
@@ -162,6 +169,24 @@ class ValidateStage:
         first = next((r for r in recipes if not r.origin.remembered), recipes[0])
         return await self._set_up(patches, SetupFailure(patches, tree, first, last.reason,
                                                          last.detail), has_tests)  # fmt: skip
+
+    async def _without_runner(
+        self, patches: PatchSet, failed: ValidationFailed, changed: list[str]
+    ) -> ValidatedTask:
+        """The setup agent for a tree whose test script runs no runner inference reads
+        (``no_test_runner``): it starts from inference's first recipe, whose images install
+        the dependencies, and names the runner."""
+        validator = self.validator
+        tree = await asyncio.to_thread(validator.tree, patches.repo, patches.base_commit)
+        override = validator.overrides.lookup(patches.repo)
+        recipes, _ = await asyncio.to_thread(
+            validator.inferred, patches.repo, patches.base_commit, tree, patches.created_at,
+            override, None, changed,
+        )  # fmt: skip
+        if not recipes:
+            raise failed
+        failure = SetupFailure(patches, tree, recipes[0], failed.reason, failed.detail)
+        return await self._set_up(patches, failure, True)
 
     async def _set_up(
         self, patches: PatchSet, failure: SetupFailure, has_tests: bool

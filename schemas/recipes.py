@@ -24,9 +24,10 @@ class RememberedRecipe(Record):
     """recipes.memory (compacted, key owner/repo@fingerprint): a recipe that ran the tests."""
 
     # Tried first for the repository's later PRs: those whose dependency files hash the same,
-    # then its others. The recipe is a change to what inference makes for the chosen Python,
-    # field by field, as an override is (None: inference's own value): a heuristic recipe that
-    # worked is only its Python; an agent's or a person's adds what inference could not know.
+    # then its others. The recipe is a change to what inference makes for the chosen Python
+    # (or Node major, for JavaScript / TypeScript), field by field, as an override is (None:
+    # inference's own value): a heuristic recipe that worked is only its interpreter; an
+    # agent's or a person's adds what inference could not know.
 
     SCHEMA_VERSION: ClassVar[int] = 1
 
@@ -34,6 +35,7 @@ class RememberedRecipe(Record):
     fingerprint: str = Field(pattern=r"^[0-9a-f]{16}$", description="of the dependency files")
     source: RecipeSource
     python: str | None = Field(None, pattern=r"^3\.\d+$")
+    node: str | None = Field(None, pattern=r"^\d+$", description="a JS/TS recipe's Node major")
     system_packages: list[NonEmptyStr] | None = None
     env: list[NonEmptyStr] | None = None
     install: list[NonEmptyStr] | None = None

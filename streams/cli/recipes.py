@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from schemas import RememberedRecipe
 from streams.cli.options import Commands, Parents
 from streams.core.settings import Settings, safe_load_yaml
-from streams.evaluation.recipes.memory import OVERRIDE_FIELDS, RecipeTable
+from streams.evaluation.recipes.memory import CHANGE_FIELDS, OVERRIDE_FIELDS, RecipeTable
 from streams.pipeline.recipe_memory import publish_recipes, read_recipes
 from streams.runtime.topology import recipe_table
 
@@ -95,10 +95,12 @@ def _entries(args: argparse.Namespace, settings: Settings) -> list[RememberedRec
 
 
 def summary(entry: RememberedRecipe) -> str:
-    """One line: repository, fingerprint, source, Python, what it changes, where it worked."""
-    changed = [f for f in OVERRIDE_FIELDS[1:] if getattr(entry, f) is not None]
+    """One line: repository, fingerprint, source, interpreter (Python, or a JavaScript /
+    TypeScript recipe's Node major), what it changes, where it worked."""
+    changed = [f for f in CHANGE_FIELDS if getattr(entry, f) is not None]
+    interpreter = f"node {entry.node}" if entry.node else f"python {entry.python or '-'}"
     return (
-        f"{entry.repo:40} {entry.fingerprint} {entry.source:9} python {entry.python or '-':5} "
+        f"{entry.repo:40} {entry.fingerprint} {entry.source:9} {interpreter:12} "
         f"v{entry.pipeline_version} {entry.tests:5} tests  {entry.verified_at:%Y-%m-%d %H:%M}  "
         f"{entry.instance_id}" + (f"  changes: {', '.join(changed)}" if changed else "")
     )

@@ -66,6 +66,8 @@ TOOLS_STEPS = (
     f"{VENV}/bin/python -m pip install --quiet --upgrade pip uv",
 )
 _TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+# the languages of the recipes Node runs (``recipes.js_recipe``); the others are Python's
+JS_LANGUAGES = frozenset({"JavaScript", "TypeScript"})
 
 
 @dataclass(frozen=True)
@@ -122,12 +124,25 @@ class InstallRecipe:
         return dict(self.environment)
 
     @property
+    def is_js(self) -> bool:
+        """Whether the recipe is a JavaScript / TypeScript one (run by Node, not Python)."""
+        return self.language in JS_LANGUAGES
+
+    @property
+    def node(self) -> str | None:
+        """The Node major a JavaScript / TypeScript recipe runs on (its ``node:N`` source);
+        None for a Python recipe, or one on the default base image."""
+        if not self.is_js:
+            return None
+        node = next((s.split(":", 1)[1] for s in self.sources if s.startswith("node:")), None)
+        return node if node is not None and node.isdigit() else None
+
+    @property
     def interpreter(self) -> str:
         """What runs the tests, for people reading a reason: ``python 3.11``, ``node 20``."""
-        if self.python is not None or self.language == "Python":
+        if self.python is not None or not self.is_js:
             return f"python {self.python or 'default'}"
-        node = next((s.split(":", 1)[1] for s in self.sources if s.startswith("node:")), None)
-        return f"node {node or 'default'}"
+        return f"node {self.node or 'default'}"
 
 
 class TreeFiles:

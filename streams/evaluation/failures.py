@@ -53,7 +53,10 @@ INSTALL_CAUSES = (
         r"ERR_PNPM_OUTDATED_LOCKFILE|frozen-lockfile|YN0028|not in sync|EUSAGE",
         "the lockfile does not match package.json at this commit",
     ),
-    _cause(r"error TS\d+|Found \d+ errors? in", "the project's TypeScript build fails"),
+    _cause(
+        r"error TS\d+|Found \d+ errors? in|node_modules/typescript/lib/typescript\.js",
+        "the project's TypeScript build fails",
+    ),
     _cause(
         r"(?:npm (?:ERR!|error) command sh -c|ELIFECYCLE.*?) (.+)$",
         "the project's own install script fails ({0})",

@@ -79,7 +79,12 @@ from streams.evaluation.recipes.memory import (
     layered,
     trusted,
 )
-from streams.evaluation.recipes.overrides import Overrides, RepositoryOverride
+from streams.evaluation.recipes.overrides import (
+    WRONG_INTERPRETER,
+    Overrides,
+    RepositoryOverride,
+    interpreter_problem,
+)
 from streams.evaluation.sandbox import Limits, Sandbox, remove_orphans
 from streams.evaluation.taskdir import WORKSPACE, find_task_dirs, load_workspace
 
@@ -477,21 +482,32 @@ class Validator:
         created_at: datetime | None,
         change: RepositoryOverride,
         source: str,
+        changed_files: Sequence[str] = (),
     ) -> InstallRecipe:
         """Inference's recipe with ``change`` over it (a setup agent's submission), the
-        user's override file still winning; ValidationFailed(no_python) when its Python has
-        no base image."""
+        user's override file still winning (``changed_files``: the PR's, which pick a
+        JavaScript workspace's package); ValidationFailed when it names the other language's
+        interpreter (``interpreter_problem``), a Python with no base image (no_python) or a
+        Node major with no image (no_node_for_engines)."""
+        language = language_of(tree)
+        problem = interpreter_problem(language.name, change) if language else None
+        if problem:
+            raise ValidationFailed(WRONG_INTERPRETER, problem)
         images = self.python_images()
         if change.python and images and change.python not in images:
             raise ValidationFailed(
                 NO_PYTHON, f"no base image for python {change.python}; built: {sorted(images)}"
             )
+        if change.node is not None and change.node not in (nodes := self.node_images()):
+            built = ", ".join(sorted(nodes, key=int)) or "none"
+            raise ValidationFailed(NO_NODE, f"no image for node {change.node}; built: {built}")
         user = self.overrides.lookup(repo)
         layers = layered(change, user)
-        made, _ = self.inferred(repo, base_commit, tree, created_at, layers, images)
+        made, _ = self.inferred(repo, base_commit, tree, created_at, layers, images, changed_files)
         if not made:
             raise ValidationFailed(UNSUPPORTED, "no install recipe recognises the repository")
-        origin = RecipeOrigin(source, change.model_dump(exclude_none=True, exclude={"python"}))
+        interpreter = {"python", "node"}  # the recipe's own, not part of its change
+        origin = RecipeOrigin(source, change.model_dump(exclude_none=True, exclude=interpreter))
         sources = (*own_sources(made[0], user), source)
         return dataclasses.replace(made[0], sources=sources, origin=origin)
 
@@ -889,9 +905,13 @@ def task_recipe_change(config: dict[str, Any]) -> RepositoryOverride | None:
     itself, so the task builds the same anywhere. None for a task without one."""
     if not config.get("test_command"):
         return None
+    # a JS task's Node major is its recipe's ``node:N`` source
+    recipe = config.get("recipe") or []
+    node = next((str(s).split(":", 1)[1] for s in recipe if str(s).startswith("node:")), None)
     try:
         return RepositoryOverride(
             python=config.get("python"),
+            node=node if node and node.isdigit() else None,
             system_packages=config.get("system_packages"),
             env=config.get("env_commands"),
             install=config.get("install_commands"),

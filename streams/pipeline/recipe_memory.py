@@ -79,8 +79,9 @@ class RecipeBook:
         if self.sink is not None:
             await self.sink.send(RECIPES.name, entry.key.encode(), entry.to_json())
         log.info(
-            "recipes: remembered the %s recipe of %s (python %s, %d tests ran)",
-            entry.source, entry.repo, entry.python, entry.tests,
+            "recipes: remembered the %s recipe of %s (%s, %d tests ran)",
+            entry.source, entry.repo,
+            f"node {entry.node}" if entry.node else f"python {entry.python}", entry.tests,
         )  # fmt: skip
 
     async def restore(self, bootstrap: str) -> int:

@@ -127,6 +127,10 @@ def _js_recipes(tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], A
 def _no_node(facts: JsFacts, inputs: Inputs) -> tuple[str, str]:
     engines = facts.root.engines_node
     nodes = ", ".join(sorted(inputs.node_images, key=int)) or "none built"
+    if inputs.override is not None and inputs.override.node is not None:
+        return NO_NODE, f"the override's node {inputs.override.node} has no image ({nodes})"
+    if engines is None:  # every Node fits: an override names one with no image
+        return NO_NODE, f"the Node major the override names has no image (built: {nodes})"
     return NO_NODE, f"engines.node {engines!r} excludes every Node with an image ({nodes})"
 
 

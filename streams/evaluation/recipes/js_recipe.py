@@ -400,6 +400,8 @@ def runner_words(ctx: JsContext, package: Package, command: Command) -> list[str
         program = _program(runner)
         args = [a for a in command.words[1:] if a.startswith("--") and runner == "node"
                 and head == "node" and a != "--test" and not DROPPED_OPTIONS.match(a)]  # fmt: skip
+        # a frontend (ts-scripts, react-scripts) ran the runner with a config of its own
+        args += _runner_defaults(ctx, package, runner, args)
         return [*program, *args, *RUNNER_OPTIONS.get(runner, ())]
     kept: list[str] = []
     values = VALUE_OPTIONS.get(runner, frozenset())
@@ -417,11 +419,18 @@ def runner_words(ctx: JsContext, package: Package, command: Command) -> list[str
             kept.append(word)  # a value of an option we do not know
     ours = RUNNER_OPTIONS.get(runner, ())
     ours = tuple(o for o in ours if o not in kept)  # single-word options: once
-    if runner == "mocha":
-        kept += _mocha_ui(ctx, package, kept)
-    if runner == "jest":
-        kept += _jest_preset(ctx, package, kept)
+    kept += _runner_defaults(ctx, package, runner, kept)
     return [*_program(runner), *kept, *ours]
+
+
+def _runner_defaults(ctx: JsContext, package: Package, runner: str, kept: list[str]) -> list[str]:
+    """Options the tests need that the command does not give: mocha's interface, jest's
+    TypeScript preset."""
+    if runner == "mocha":
+        return _mocha_ui(ctx, package, kept)
+    if runner == "jest":
+        return _jest_preset(ctx, package, kept)
+    return []
 
 
 _JEST_CONFIG = re.compile(r"(?:^|/)(?:jest\.config\.[cm]?[jt]s|jest\.config\.json)$")
@@ -619,7 +628,8 @@ def infer_js_recipes(
     """The recipes to try (best first) and the facts they were made of; none when the tree
     has no package.json, or ``engines.node`` excludes every Node there is an image of.
     ``node_images``: Node major -> base image (``node_versions.node_images_by_suite``);
-    empty: one recipe on the default base image."""
+    empty: one recipe on the default base image. An override's ``node`` is the only major
+    tried: its recipe when it has an image, else none (its ``python`` is ignored)."""
     if not is_js_tree(tree):
         return [], None
 
@@ -634,6 +644,9 @@ def infer_js_recipes(
     nodes: list[str | None] = (
         list(node_candidates(facts, package, node_images, created_at)) if node_images else [None]
     )
+    if override is not None and override.node is not None:
+        # the override's Node major alone (engines.node notwithstanding), if it has an image
+        nodes = [override.node] if override.node in node_images else []
     before = created_at.strftime("%Y-%m-%d") if created_at else None
     recipes = []
     for node in nodes:

@@ -2,7 +2,10 @@
 
 A recipe that made a repository's tests run (heuristic, override, the setup agent's, or one a
 person edited) is remembered as a ``RememberedRecipe``, keyed by the repository and a
-fingerprint of its dependency files (``dependency_fingerprint``). The repository's later PRs
+fingerprint of its dependency files (``dependency_fingerprint``: Python's, or for a
+JavaScript / TypeScript tree its package.json files, lockfile and package-manager and Node
+version files), with its interpreter: the Python of a Python recipe, the Node major of a
+JavaScript / TypeScript one. The repository's later PRs
 try it first: the entry of their own fingerprint, else the repository's most recent one. A
 remembered recipe is the change it makes to inference, as an override is (``as_override``):
 inference reruns at every commit, so the requirement files it writes are always the commit's.
@@ -24,6 +27,7 @@ from pathlib import Path
 
 from schemas import RememberedRecipe
 from streams.evaluation.environments import InstallRecipe, TreeFiles
+from streams.evaluation.recipes.js_project import MAX_LOCKFILE_BYTES
 from streams.evaluation.recipes.overrides import RepositoryOverride
 from streams.evaluation.recipes.python_project import is_requirements_name
 
@@ -36,28 +40,62 @@ DEPENDENCY_FILES = frozenset(
         ".python-version", "MANIFEST.in", "pytest.ini", "conftest.py",
     }
 )  # fmt: skip
-OVERRIDE_FIELDS = (
-    "python", "system_packages", "env", "install", "pre_test", "test_command", "test_runner",
+# the same for a JavaScript / TypeScript tree (top level; and every package.json of its
+# workspaces): what its install and its Node major are made of
+JS_DEPENDENCY_FILES = frozenset(
+    {
+        "package.json", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock",
+        "pnpm-lock.yaml", "pnpm-workspace.yaml", "lerna.json", ".npmrc", ".yarnrc",
+        ".yarnrc.yml", ".nvmrc", ".node-version",
+    }
+)  # fmt: skip
+# the interpreter of a recipe (one per language: ``overrides.interpreter_problem``), then the
+# fields of the change it makes over inference
+INTERPRETER_FIELDS = ("python", "node")
+CHANGE_FIELDS = (
+    "system_packages", "env", "install", "pre_test", "test_command", "test_runner",
     "environment",
 )  # fmt: skip
+OVERRIDE_FIELDS = (*INTERPRETER_FIELDS, *CHANGE_FIELDS)
+
+
+def _is_js_names(names: list[str]) -> bool:
+    """Whether a tree of these files is validated as JavaScript / TypeScript: a package.json
+    and nothing of a Python project (``recipes.infer.LANGUAGES`` tries Python first)."""
+    python = {"pyproject.toml", "setup.py", "setup.cfg"}
+    return "package.json" in names and not any(
+        name in python or name.endswith(".py") for name in names
+    )
 
 
 def dependency_files(names: Iterable[str]) -> list[str]:
     """The files of a tree that say how it installs: the top-level ``DEPENDENCY_FILES`` and
-    every requirements file."""
+    every requirements file; for a JavaScript / TypeScript tree the top-level
+    ``JS_DEPENDENCY_FILES`` and every package.json outside node_modules."""
+    names = list(names)
+    if _is_js_names(names):
+        return sorted(
+            name
+            for name in names
+            if name in JS_DEPENDENCY_FILES
+            or (name.endswith("/package.json") and "node_modules/" not in name)
+        )
     return sorted(name for name in names if name in DEPENDENCY_FILES or is_requirements_name(name))
 
 
 def dependency_fingerprint(tree: TreeFiles) -> str:
     """16 hex digits of SHA-256 over the dependency files' paths and contents."""
     digest = hashlib.sha256()
-    for name in dependency_files(tree.names):
-        digest.update(name.encode() + b"\0" + (tree.read(name) or b"") + b"\0")
+    names = tree.names
+    limit = MAX_LOCKFILE_BYTES if _is_js_names(names) else 1 << 20  # lockfiles pass 1 MiB
+    for name in dependency_files(names):
+        digest.update(name.encode() + b"\0" + (tree.read(name, limit) or b"") + b"\0")
     return digest.hexdigest()[:16]
 
 
 def as_override(entry: RememberedRecipe) -> RepositoryOverride:
-    """The remembered recipe as an override of inference."""
+    """The remembered recipe as an override of inference (its Python or Node major the only
+    one tried)."""
     return RepositoryOverride(**{field: getattr(entry, field) for field in OVERRIDE_FIELDS})
 
 
@@ -73,8 +111,8 @@ def layered(
 
 
 def is_change(override: RepositoryOverride) -> bool:
-    """Whether the override sets anything besides the Python."""
-    return any(getattr(override, field) is not None for field in OVERRIDE_FIELDS[1:])
+    """Whether the override sets anything besides the interpreter (Python or Node)."""
+    return any(getattr(override, field) is not None for field in CHANGE_FIELDS)
 
 
 class RecipeTable:
@@ -172,7 +210,8 @@ def remembered_entry(
     notes: Iterable[str] = (),
 ) -> RememberedRecipe:
     """The memory entry of ``recipe``, which ran ``tests`` tests of ``repo`` at
-    ``base_commit``: its Python and the change its origin made over inference."""
+    ``base_commit``: its interpreter (the Python, or a JavaScript / TypeScript recipe's Node
+    major) and the change its origin made over inference."""
     origin = recipe.origin
     return RememberedRecipe(
         pipeline_version=pipeline_version,
@@ -180,7 +219,8 @@ def remembered_entry(
         fingerprint=dependency_fingerprint(tree),
         source=origin.source,
         python=recipe.python,
-        **{k: v for k, v in origin.change.items() if k in OVERRIDE_FIELDS and k != "python"},
+        node=recipe.node,
+        **{k: v for k, v in origin.change.items() if k in CHANGE_FIELDS},
         instance_id=instance_id,
         base_commit=base_commit,
         tests=tests,

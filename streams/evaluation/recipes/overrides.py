@@ -5,7 +5,8 @@ A YAML file (``validation.overrides_file``)::
 
     repositories:
       owner/name:
-        python: "3.11"                 # the only Python tried
+        python: "3.11"                 # the only Python tried (a Python repository)
+        node: "20"                     # the only Node major tried (JavaScript / TypeScript)
         system_packages: [gettext]     # Debian packages of the env image
         env: ["uv pip install -r requirements/tests.txt"]   # env image commands
         install: ["uv pip install -e ."]                   # instance image, in /testbed
@@ -15,6 +16,19 @@ A YAML file (``validation.overrides_file``)::
         environment: {TZ: UTC}         # variables of the images and the tests
 
 Unknown keys are errors (a typo must not silently do nothing).
+
+The interpreter fields belong to one language each: ``python`` to a Python repository, ``node``
+(a Node major with an image, ``docker.node_images``) to a JavaScript / TypeScript one. In an
+overrides file or a remembered recipe the other language's field is **ignored** (inference of
+a JavaScript tree never reads ``python``, nor Python's ``node``); a ``node`` with no image
+leaves the repository without a recipe (``no_node_for_engines``), as no Node is tried but the
+one it names. A change someone submits (the setup agent's recipe, an exported task's) is
+**refused** instead (``Validator.recipe_with``, ``interpreter_problem``): its author is told to
+name the repository's own interpreter.
+
+For a JavaScript / TypeScript recipe, ``pre_test`` is also what is built again after a patch
+that changes JS / TS sources (``rebuild_commands``: the tests load the build), but for the
+steps of inference's that are no build (uvu's pass lines).
 """
 
 from __future__ import annotations
@@ -34,6 +48,7 @@ class RepositoryOverride(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     python: str | None = Field(None, pattern=r"^3\.\d+$")
+    node: str | None = Field(None, pattern=r"^\d+$")  # a Node major: "20"
     system_packages: list[str] | None = None
     env: list[str] | None = None
     install: list[str] | None = None
@@ -79,8 +94,30 @@ def load_overrides(path: Path | None) -> Overrides:
         raise ValueError(f"{path}: not a valid overrides file: {exc}") from None
 
 
+WRONG_INTERPRETER = "interpreter_of_another_language"  # python for Node's, node for Python's
+
+
+def interpreter_problem(language: str, override: RepositoryOverride) -> str | None:
+    """Why ``override`` cannot be a recipe of a ``language`` repository (the name of
+    ``recipes.infer.LANGUAGES``: ``Python``, ``JavaScript``): it names the other language's
+    interpreter. None when it does not."""
+    js = language in ("JavaScript", "TypeScript")
+    if js and override.python is not None:
+        return (
+            f"`python` ({override.python}) is for Python repositories; this one is "
+            "JavaScript / TypeScript: leave `python` out and name a Node major in `node`"
+        )
+    if not js and override.node is not None:
+        return (
+            f"`node` ({override.node}) is for JavaScript / TypeScript repositories; this one is "
+            f"{language}: leave `node` out (its interpreter is `python`)"
+        )
+    return None
+
+
 def apply_override(recipe: InstallRecipe, override: RepositoryOverride | None) -> InstallRecipe:
-    """``recipe`` with the fields the override sets replaced."""
+    """``recipe`` with the fields the override sets replaced (its interpreter, ``python`` or
+    ``node``, is chosen by inference: ``python_recipes``, ``infer_js_recipes``)."""
     if override is None:
         return recipe
     changes: dict[str, object] = {}
@@ -92,6 +129,12 @@ def apply_override(recipe: InstallRecipe, override: RepositoryOverride | None) -
         changes["install_commands"] = tuple(override.install)
     if override.pre_test is not None:
         changes["pre_test_commands"] = tuple(override.pre_test)
+        if recipe.is_js:
+            # JS build steps (tsc, a bundle the tests import) run again after a patch to the
+            # sources, as inference's do; its own steps that are no build (uvu's pass lines)
+            # do not
+            kept = set(recipe.pre_test_commands) - set(recipe.rebuild_commands)
+            changes["rebuild_commands"] = tuple(c for c in override.pre_test if c not in kept)
     if override.test_command is not None:
         changes["test_command"] = override.test_command
     if override.test_runner is not None:

@@ -652,3 +652,11 @@ def test_typescript_tests_under_jest_without_a_config_get_the_ts_jest_preset() -
     assert "--preset" not in runner_part(recipe_of(plain))
     js = {k.replace(".ts", ".js"): v.replace("type T = [string];\n", "") for k, v in files.items()}
     assert "--preset" not in runner_part(recipe_of(js))
+    # the frontend itself: ``ts-scripts test`` (jest under its own config)
+    lock_jest = lock.replace(
+        '"node_modules/ts-jest"', '"node_modules/jest": {}, "node_modules/ts-jest"'
+    )
+    frontend = {**files, "package.json": package({"test": "ts-scripts test && npm run size"}),
+                "package-lock.json": lock_jest}  # fmt: skip
+    part = runner_part(recipe_of(frontend))
+    assert part.startswith("jest ") and "--preset=ts-jest" in part

@@ -198,3 +198,9 @@ def test_an_exported_task_carries_its_recipe() -> None:
     assert applied.env_commands == ("uv pip install -r /opt/swe-env/r.txt",)
     assert task_recipe_change({}) is None  # an old task: inferred again
     assert task_recipe_change(config | {"python": "2.7"}) is None  # unusable: inferred again
+    assert change.node is None
+    # a JS task builds on the Node major it was validated on (its recipe's node:N source)
+    js = config | {"language": "JavaScript", "python": None, "test_runner": "mocha",
+                   "recipe": ["package-manager:npm", "node:20", "runner:mocha:test"]}  # fmt: skip
+    js_change = task_recipe_change(js)
+    assert js_change is not None and (js_change.node, js_change.python) == ("20", None)
