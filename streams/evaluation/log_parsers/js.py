@@ -46,9 +46,9 @@ _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def printable(test: str) -> str:
-    """``test`` with each lone UTF-16 surrogate (a JS title may hold one: yaml's ``'\\udead'``
-    tests, read from a JSON report) written as its ``\\uXXXX`` escape: an id must encode
-    as UTF-8 to be stored."""
+    """``test`` with each lone UTF-16 surrogate (a JS title may hold one: tests of string
+    handling titled ``'\\udead'``, read from a JSON report) written as its ``\\uXXXX``
+    escape: an id must encode as UTF-8 to be stored."""
     return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", test)
 
 

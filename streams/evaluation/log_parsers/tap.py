@@ -9,8 +9,8 @@ the subtests it is in, then its own, joined by `` > `` (``streams.evaluation.log
 node-tap's top level subtests are the test files, so its ids are ``<file> > <names>``.
 
 Only leaves are tests: a result whose subtest held other tests is a suite, left out --
-unless it made assertions of its own beside them (node-semver's ``test/ranges/subset.js``: a
-loop of ``t.equal`` at the file's top and one ``t.test``), which are a test under the
+unless it made assertions of its own beside them (a loop of ``t.equal`` at a file's top
+beside one ``t.test``), which are a test under the
 suite's id, failed when one of them failed; or it failed with no failed test inside (a
 failing hook, a file that threw), which is its ``error``. ``ok`` -> passed, ``not ok`` ->
 failed, a ``# SKIP`` or ``# TODO`` directive -> skipped. With ``points_are_tests`` False

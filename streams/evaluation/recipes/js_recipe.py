@@ -103,7 +103,7 @@ ENVIRONMENT: dict[str, str] = {
 # the pnpm major that writes each lockfileVersion (when ``packageManager`` pins none)
 PNPM_FOR_LOCKFILE = {"5.3": "6", "5.4": "7", "6.0": "8", "6.1": "8", "9.0": "9"}
 # pnpm 10 writes lockfileVersion 9.0 too: the PRs after its release get it (settings such as
-# allowBuilds in a pnpm-workspace.yaml without ``packages``, which pnpm 9 refuses, nanoid#600)
+# allowBuilds in a pnpm-workspace.yaml without ``packages``, which pnpm 9 refuses)
 PNPM_10_SINCE = "2025-01-07"
 # a dependency not from a registry: a git host, a URL, a local path (sandboxes reach registries)
 NOT_FROM_REGISTRY = re.compile(r"^(?:github:|gitlab:|bitbucket:|git[+:]|https?://|file:|link:|"
@@ -214,7 +214,7 @@ def install_steps(
             else f"npm install {flags}"
         )
         # npm install, not npm ci: a lockfile npm wrote under --before can miss entries
-        # npm ci wants (EUSAGE "not in sync", node-semver#565); install completes it
+        # npm ci wants (EUSAGE "not in sync"); install completes it
         install = "npm install --prefer-offline --package-lock=true --no-audit --no-fund"
         notes.append(f"no lockfile: dependencies as of {before or 'today'} (npm --before)")
     elif facts.manager == "yarn":
@@ -252,7 +252,7 @@ def install_steps(
 def _scripts_fallback(facts: JsFacts, pm: str, install: str) -> str:
     """``install``, and when it fails, the same install with the dependencies' lifecycle
     scripts off and then the repository's own ``prepare``: a dependency's postinstall that
-    reaches a host other than a registry (top-sites fetching moz.com, cookie#167) fails here,
+    reaches a host other than a registry (a package fetching a web page) fails here,
     and the tests rarely need what it made."""
     if facts.manager == "yarn-berry":
         off = install.replace("--immutable", "--immutable --mode=skip-build")
@@ -272,7 +272,7 @@ def tests_of_helpers(
     names: list[str], read: Callable[[str], bytes | None], files: list[str]
 ) -> list[str]:
     """``files`` (a PR's test files) with each that defines no test (a fixture or a table of
-    cases named like a test: path-to-regexp's ``src/cases.spec.ts``) replaced by the test files
+    cases named like a test: ``src/cases.spec.ts``) replaced by the test files
     of the tree that import it, which a runner given it alone finds nothing in ("No test
     suite found"). A file that is not in the tree (added by the PR) is kept."""
     present = set(names)
@@ -302,8 +302,8 @@ def tests_of_helpers(
 
 
 def _unused_outside_registry(ctx: JsContext, package: Package) -> tuple[str, ...]:
-    """The root's devDependencies from outside a registry (picomatch's
-    ``github:jonschlinkert/time-require``) that no test file of ``package`` imports."""
+    """The root's devDependencies from outside a registry (a benchmark
+    helper from ``github:owner/name``) that no test file of ``package`` imports."""
     outside = [n for n, spec in ctx.facts.root.dev_dependencies.items()
                if NOT_FROM_REGISTRY.match(spec.strip())]  # fmt: skip
     if not outside:
@@ -440,8 +440,8 @@ _BABEL_CONFIG = re.compile(r"(?:^|/)(?:\.babelrc(?:\.\w+)?|babel\.config\.[cm]?[
 def _jest_preset(ctx: JsContext, package: Package, kept: list[str]) -> list[str]:
     """``--preset=ts-jest`` for TypeScript tests that jest would read with babel, which does
     not parse TypeScript without a preset: no jest or babel config in the repository, ts-jest
-    installed (path-to-regexp ran jest through ``ts-scripts test``, whose own config sets
-    ts-jest)."""
+    installed (a frontend such as ``ts-scripts test`` runs jest with a config of its own
+    setting ts-jest)."""
     if package.has_jest_config or any(w.startswith(("--config", "-c", "--preset")) for w in kept):
         return []
     if any(_JEST_CONFIG.search(n) or _BABEL_CONFIG.search(n) for n in ctx.names
@@ -463,8 +463,9 @@ _BDD_CALL = re.compile(r"^\s*describe\(", re.MULTILINE)
 
 def _mocha_ui(ctx: JsContext, package: Package, kept: list[str]) -> list[str]:
     """``--ui X`` when the command sets none and the tests need one: the interface
-    ``test/mocha.opts`` names (mocha >= 8 no longer reads that file; ejs sets ``--u tdd`` in
-    its Jakefile), else ``tdd`` when the test files call ``suite(`` and never ``describe(``."""
+    ``test/mocha.opts`` names (mocha >= 8 no longer reads that file; a build tool may pass
+    ``--u tdd`` from a file inference does not read), else ``tdd`` when the test files
+    call ``suite(`` and never ``describe(``."""
     if any(w in {"--ui", "-u"} or w.startswith(("--ui=", "-u=")) for w in kept):
         return []
     if any(posixpath.basename(n).startswith(".mocharc") for n in ctx.names):
