@@ -25,6 +25,8 @@ import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
+from streams.evaluation.recipes.interpreter_order import best_first
+
 # The Node major of each Debian suite's ``nodejs`` package (the base images are per suite).
 DEBIAN_NODE: dict[str, str] = {"bookworm": "18", "trixie": "20", "forky": "24"}
 
@@ -205,26 +207,7 @@ def node_order(
         return []
     declared_majors = [int(m) for m in declared if m.isdigit()]
     newest_declared = max(declared_majors) if declared_majors else None
-
-    def fits(major: str) -> tuple[bool, bool]:
-        tested = newest_declared is None or int(major) <= newest_declared
-        released = RELEASED.get(major)
-        in_time = merged_at is None or released is None or released <= merged_at
-        return tested, in_time
-
-    both = [m for m in candidates if fits(m) == (True, True)]
-    tested = [m for m in candidates if fits(m)[0]] if newest_declared is not None else []
-    in_time = [m for m in candidates if fits(m)[1]]
-    if pinned in candidates:
-        best = pinned
-    elif both:
-        best = both[-1]
-    elif tested:
-        best = tested[-1]
-    else:
-        best = in_time[-1] if in_time and newest_declared is None else candidates[0]
-    index = candidates.index(best)
-    return [best, *reversed(candidates[:index]), *candidates[index + 1 :]]
+    return best_first(candidates, int, newest_declared, RELEASED, merged_at, pinned)
 
 
 def declared_majors(versions: Iterable[str], merged_at: datetime | None) -> list[str]:

@@ -22,6 +22,8 @@ from datetime import UTC, datetime
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from streams.evaluation.recipes.interpreter_order import best_first
+
 # first final release of each CPython minor version (python.org)
 RELEASED: dict[str, datetime] = {
     "3.6": datetime(2016, 12, 23, tzinfo=UTC),
@@ -73,30 +75,4 @@ def python_order(
         return []
     declared_versions = [v for v in (_version(d) for d in declared) if v is not None]
     newest_declared = max(declared_versions) if declared_versions else None
-
-    def fits(python: str) -> tuple[bool, bool]:
-        version = Version(python)
-        tested = newest_declared is None or version <= newest_declared
-        released = RELEASED.get(python)
-        in_time = merged_at is None or released is None or released <= merged_at
-        return tested, in_time
-
-    # the best guess: the newest candidate that fits both rules, else the newest that fits
-    # the stronger one (declared); when every candidate is newer than what the project
-    # declares, the oldest (the closest to it); else the newest released in time, else the
-    # oldest (the closest to an old PR's time)
-    both = [p for p in candidates if fits(p) == (True, True)]
-    tested = [p for p in candidates if fits(p)[0]] if newest_declared is not None else []
-    in_time = [p for p in candidates if fits(p)[1]]
-    if both:
-        best = both[-1]
-    elif tested:
-        best = tested[-1]
-    elif newest_declared is not None or not in_time:
-        best = candidates[0]
-    else:
-        best = in_time[-1]
-    index = candidates.index(best)
-    older = list(reversed(candidates[:index]))
-    newer = candidates[index + 1 :]
-    return [best, *older, *newer]
+    return best_first(candidates, Version, newest_declared, RELEASED, merged_at)
