@@ -376,10 +376,11 @@ class Validator:
         ``changed_files``: the PR's, which pick a JavaScript workspace's package)."""
         tree = self.tree(repo, base_commit)
         override = self.overrides.lookup(repo)
-        images = self.python_images()  # one look at the engine for every recipe made here
+        # one look at the engine for every recipe made here
+        images, nodes = self.python_images(), self.node_images()
         language = language_of(tree)
         recipes, facts = self.inferred(
-            repo, base_commit, tree, created_at, override, images, changed_files
+            repo, base_commit, tree, created_at, override, images, changed_files, nodes
         )
         if facts is None or language is None:
             raise ValidationFailed(
@@ -388,10 +389,11 @@ class Validator:
                 "package.json)",
             )
         remembered = self.remembered_recipes(
-            repo, base_commit, tree, created_at, override, images, changed_files
+            repo, base_commit, tree, created_at, override, images, changed_files, nodes
         )
         if not recipes and not remembered:
-            reason, detail = language.no_recipe(facts, self._inputs(repo, images))
+            inputs = Inputs(repo=repo, python_images=images, node_images=nodes)
+            reason, detail = language.no_recipe(facts, inputs)
             raise ValidationFailed(reason, detail)
         if not remembered and not any(runnable(r) for r in recipes):
             notes = "; ".join(dict.fromkeys(n for r in recipes for n in r.notes))
@@ -403,9 +405,6 @@ class Validator:
         inferred = [r for r in recipes[: self.settings.max_python_attempts] if r not in remembered]
         return tree, [*remembered, *inferred]
 
-    def _inputs(self, repo: str, images: dict[str, str]) -> Inputs:
-        return Inputs(repo=repo, python_images=images, node_images=self.node_images())
-
     def inferred(
         self,
         repo: str,
@@ -415,6 +414,7 @@ class Validator:
         override: RepositoryOverride | None,
         images: dict[str, str] | None = None,
         changed_files: Sequence[str] = (),
+        nodes: dict[str, str] | None = None,
     ) -> tuple[list[InstallRecipe], Any]:
         """Inference's recipes for ``tree`` with ``override`` applied (``infer_recipes``), on
         the Pythons of ``images`` (default: those on the engine) or the Node images on the
@@ -423,7 +423,7 @@ class Validator:
             tree,
             repo=repo,
             python_images=self.python_images() if images is None else images,
-            node_images=self.node_images(),
+            node_images=self.node_images() if nodes is None else nodes,
             created_at=created_at,
             release_tag=lambda: self.repos.release_tag(repo, base_commit),
             override=override,
@@ -439,6 +439,7 @@ class Validator:
         override: RepositoryOverride | None,
         images: dict[str, str],
         changed_files: Sequence[str] = (),
+        nodes: dict[str, str] | None = None,
     ) -> list[InstallRecipe]:
         """The recipes the memory holds for this commit of ``repo`` (its own dependency
         files' entry, then the repository's latest other one), made again by inference at
@@ -458,7 +459,7 @@ class Validator:
             change = as_override(entry)
             layers = layered(change, override)
             made, _ = self.inferred(
-                repo, base_commit, tree, created_at, layers, images, changed_files
+                repo, base_commit, tree, created_at, layers, images, changed_files, nodes
             )
             if not made:
                 continue
@@ -493,17 +494,19 @@ class Validator:
         problem = interpreter_problem(language.name, change) if language else None
         if problem:
             raise ValidationFailed(WRONG_INTERPRETER, problem)
-        images = self.python_images()
+        images, nodes = self.python_images(), self.node_images()
         if change.python and images and change.python not in images:
             raise ValidationFailed(
                 NO_PYTHON, f"no base image for python {change.python}; built: {sorted(images)}"
             )
-        if change.node is not None and change.node not in (nodes := self.node_images()):
+        if change.node is not None and change.node not in nodes:
             built = ", ".join(sorted(nodes, key=int)) or "none"
             raise ValidationFailed(NO_NODE, f"no image for node {change.node}; built: {built}")
         user = self.overrides.lookup(repo)
         layers = layered(change, user)
-        made, _ = self.inferred(repo, base_commit, tree, created_at, layers, images, changed_files)
+        made, _ = self.inferred(
+            repo, base_commit, tree, created_at, layers, images, changed_files, nodes
+        )
         if not made:
             raise ValidationFailed(UNSUPPORTED, "no install recipe recognises the repository")
         interpreter = {"python", "node"}  # the recipe's own, not part of its change

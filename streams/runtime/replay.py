@@ -213,7 +213,7 @@ async def replay_pipeline(settings: Settings, bootstrap: str, plan: ReplayPlan) 
 
     def settled_when(counts: supervision.Counts) -> str | None:
         range_done = all(counts[name]["done"] >= in_range for name in first)
-        done = range_done and counters.pending() == 0
+        done = range_done and counters.pending(counts) == 0
         return "the replayed range is done" if done else None
 
     session = supervision.Session(

@@ -118,7 +118,7 @@ async def run_pipeline(
         return ingest.failure()
 
     def settled_when(counts: Counts) -> str | None:
-        drained = plan.once and ingest.finished() and counters.pending() == 0
+        drained = plan.once and ingest.finished() and counters.pending(counts) == 0
         return "the requested hours are drained (--once)" if drained else None
 
     counters = StageCounters(stages)

@@ -96,11 +96,12 @@ class StageCounters:
     def published(self) -> int:
         return int(_sample("swe_stream_ingest_pull_request_events_total") - self.published_base)
 
-    def pending(self) -> int:
+    def pending(self, counts: Counts | None = None) -> int:
         """Records written to a stage's input in this run that it has not finished. Another
         pipeline version's records, which a stage only skips, do not count as finished work
-        (a version running beside this one would otherwise hide this one's pending records)."""
-        counts = self.now()
+        (a version running beside this one would otherwise hide this one's pending records).
+        ``counts``: this poll's ``now()``, not read again."""
+        counts = self.now() if counts is None else counts
         written: dict[str, int] = {topic: count() for topic, count in self.inputs.items()}
         for stage in self.stages:
             if stage.output is not None:
@@ -204,7 +205,7 @@ async def supervise(session: Session) -> tuple[str, Counts]:
                 if line != last_line:  # a line only when something moved
                     last_report, last_line = time.monotonic(), line
                     log.info("%s", line)
-            session.stalls.observe(app, counts, counters.pending())
+            session.stalls.observe(app, counts, counters.pending(counts))
             if app.crashed:
                 reason = f"the stream processor crashed: {app.crash_reason!r}"
                 break
