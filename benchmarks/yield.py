@@ -65,7 +65,7 @@ from benchmarks.corpus_engine import DEFAULT_CORPUS
 from schemas import LedgerEntry, ValidatedTask
 from streams.core.settings import DockerSettings, validations_for_machine
 from streams.evaluation.environments import LABEL as LAYER_LABEL
-from streams.evaluation.environments import EnvironmentBuilder
+from streams.evaluation.environments import EnvironmentBuilder, node_of_sources
 from streams.evaluation.failures import cause_of
 from streams.evaluation.images import base_image_exists
 from streams.evaluation.validator import docker_from_env
@@ -170,11 +170,6 @@ async def collect(bootstrap: str, corpus: Corpus) -> list[Row]:
 DETAIL_PREFIX = re.compile(r"\[(python|node) ([\w.]+); recipe ([^\]]*)\] ")
 
 
-def _node_of(sources: list[str]) -> str | None:
-    """The Node major a JavaScript recipe names (its ``node:20`` source)."""
-    return next((s.split(":", 1)[1] for s in sources if s.startswith("node:")), None)
-
-
 def _row(key: str, repo: str, entries: list[LedgerEntry], task: ValidatedTask | None) -> Row:
     if not entries:
         return Row(key, repo, "-", "never seen", False, "not_in_ledger")
@@ -199,7 +194,7 @@ def _row(key: str, repo: str, entries: list[LedgerEntry], task: ValidatedTask | 
             row.python, row.recipe = config.python, ",".join(config.recipe)
             row.language, row.test_runner = config.language, config.test_runner
             if config.language != "Python":
-                row.node = _node_of(config.recipe)
+                row.node = node_of_sources(config.recipe)
         row.fail_to_pass, row.pass_to_pass = len(task.FAIL_TO_PASS), len(task.PASS_TO_PASS)
         row.seconds = round(task.validation.duration_seconds, 1)
     elif validate:

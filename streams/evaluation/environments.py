@@ -34,7 +34,7 @@ import secrets
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,12 @@ TOOLS_STEPS = (
 _TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 # the languages of the recipes Node runs (``recipes.js_recipe``); the others are Python's
 JS_LANGUAGES = frozenset({"JavaScript", "TypeScript"})
+
+
+def node_of_sources(sources: Iterable[str]) -> str | None:
+    """The Node major a recipe's sources name (``node:20``), or None."""
+    node = next((s.split(":", 1)[1] for s in map(str, sources) if s.startswith("node:")), None)
+    return node if node is not None and node.isdigit() else None
 
 
 @dataclass(frozen=True)
@@ -132,10 +138,7 @@ class InstallRecipe:
     def node(self) -> str | None:
         """The Node major a JavaScript / TypeScript recipe runs on (its ``node:N`` source);
         None for a Python recipe, or one on the default base image."""
-        if not self.is_js:
-            return None
-        node = next((s.split(":", 1)[1] for s in self.sources if s.startswith("node:")), None)
-        return node if node is not None and node.isdigit() else None
+        return node_of_sources(self.sources) if self.is_js else None
 
     @property
     def interpreter(self) -> str:

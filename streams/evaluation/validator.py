@@ -43,12 +43,14 @@ from streams.clients.git import RepoCache
 from streams.core import metrics
 from streams.core.settings import DockerSettings, ValidateSettings
 from streams.evaluation.environments import (
+    JS_LANGUAGES,
     BuiltImage,
     EnvironmentBuilder,
     ImageBuildError,
     InstallRecipe,
     RecipeOrigin,
     TreeFiles,
+    node_of_sources,
 )
 from streams.evaluation.grading import Evaluation, Run, Verdict, judge, recipe_problem
 from streams.evaluation.images import base_image_exists
@@ -222,7 +224,7 @@ def own_sources(recipe: InstallRecipe, user: RepositoryOverride | None) -> tuple
 def runnable_test_files(environment: Environment, files: list[str]) -> list[str]:
     """The test files to run for a PR's ``files``: a JS/TS test-named file that defines no
     test replaced by the test files importing it (``js_recipe.tests_of_helpers``)."""
-    if environment.recipe.language not in ("JavaScript", "TypeScript"):
+    if not environment.recipe.is_js:
         return files
     tree = environment.tree
     return tests_of_helpers(tree.names, tree.read, files)
@@ -861,7 +863,7 @@ REBUILD_FAILED = "rebuild_failed"
 def touches_compiled_sources(patch: str, language: str = "Python") -> bool:
     """Whether ``patch`` changes a source file of a compiled extension (or, for JavaScript /
     TypeScript, a source file of the build the tests load)."""
-    if language in ("JavaScript", "TypeScript") and _JS_SOURCE.search(patch):
+    if language in JS_LANGUAGES and _JS_SOURCE.search(patch):
         return True
     return bool(_COMPILED_SOURCE.search(patch))
 
@@ -909,12 +911,11 @@ def task_recipe_change(config: dict[str, Any]) -> RepositoryOverride | None:
     if not config.get("test_command"):
         return None
     # a JS task's Node major is its recipe's ``node:N`` source
-    recipe = config.get("recipe") or []
-    node = next((str(s).split(":", 1)[1] for s in recipe if str(s).startswith("node:")), None)
+    node = node_of_sources(config.get("recipe") or [])
     try:
         return RepositoryOverride(
             python=config.get("python"),
-            node=node if node and node.isdigit() else None,
+            node=node,
             system_packages=config.get("system_packages"),
             env=config.get("env_commands"),
             install=config.get("install_commands"),

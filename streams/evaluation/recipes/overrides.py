@@ -40,7 +40,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from streams.core.settings import safe_load_yaml
-from streams.evaluation.environments import InstallRecipe, RecipeOrigin
+from streams.evaluation.environments import JS_LANGUAGES, InstallRecipe, RecipeOrigin
 from streams.evaluation.log_parsers import LOG_PARSERS
 
 
@@ -101,7 +101,7 @@ def interpreter_problem(language: str, override: RepositoryOverride) -> str | No
     """Why ``override`` cannot be a recipe of a ``language`` repository (the name of
     ``recipes.infer.LANGUAGES``: ``Python``, ``JavaScript``): it names the other language's
     interpreter. None when it does not."""
-    js = language in ("JavaScript", "TypeScript")
+    js = language in JS_LANGUAGES
     if js and override.python is not None:
         return (
             f"`python` ({override.python}) is for Python repositories; this one is "
