@@ -254,6 +254,13 @@ COMMIT_STALLS_REPAIRED = Counter(
     ["topic"],
 )
 
+LOST_FETCHES_REREAD = Counter(
+    "swe_stream_lost_fetches_reread_total",
+    "Stream partitions whose fetched records reached no stream (dropped by Faust in a "
+    "rebalance), read again from the committed offset (streams.kafka.commits)",
+    ["topic"],
+)
+
 _faust_metrics: Any = None
 
 

@@ -135,6 +135,13 @@ class WorkerSettings(Section):
         description="how often a partition whose offset commit is stuck behind records never "
         "acked is looked for; one unchanged for 3 checks in a row is read again",
     )
+    lost_fetch_check_seconds: float = Field(
+        5.0,
+        gt=0,
+        description="how often a stream partition whose fetched records reached no stream is "
+        "looked for (the consumer idle, the partition's fetch position past its commit); one "
+        "unchanged for 3 checks in a row is read again from its committed offset",
+    )
     outage_backoff_seconds: float = Field(
         1.0,
         gt=0,

@@ -1,4 +1,6 @@
-"""Commit-stall repair for the Faust worker.
+"""Where the Faust worker's stream partitions stand, and the repairs of what Faust can leave
+stuck: a commit stalled behind lost acks, records fetched that no stream got, partitions its
+seek after a recovery leaves alone (each section below says when it was seen).
 
 Faust commits a partition only up to the first offset its streams never acked. Right after a
 (re)start, its first commits can race its seek to the group's committed offsets: acks of the
@@ -101,6 +103,163 @@ async def repair_stalled_commits(consumer: Any, watch: CommitStallWatch) -> dict
         await consumer.seek(tp, offset)
         metrics.COMMIT_STALLS_REPAIRED.labels(topic=tp.topic).inc()
     return stalled
+
+
+# -- where each partition stands, for a run that stopped moving ---------------------------------
+
+
+@dataclass(frozen=True)
+class PartitionStanding:
+    """Where one assigned partition stands, from the consumer's own bookkeeping."""
+
+    committed: int | None  # Faust's record of the committed offset (a committed 0 is None)
+    read: int | None  # the last offset handed to a stream (Faust's read offset)
+    position: int | None  # the next offset the fetcher hands out (aiokafka)
+    highwater: int | None  # the partition's end, as the last fetch saw it
+    paused: bool  # the fetcher holds it (a recovery, a full stream buffer)
+    in_flight: int  # records a stream took and has not acked
+    acked: int = 0  # records acked since the last commit
+
+    def behind(self) -> bool:
+        """Records the group has not committed: the end is past the committed offset."""
+        return self.highwater is not None and self.highwater > (self.committed or 0)
+
+    def describe(self) -> str:
+        return (
+            f"committed {self.committed}, read {self.read}, position {self.position}, "
+            f"end {self.highwater}, {self.in_flight} in flight"
+            + (", paused" if self.paused else "")
+        )
+
+
+def partition_standings(consumer: Any) -> dict[Any, PartitionStanding]:
+    """Every assigned partition's standing, read from a Faust consumer on aiokafka (private
+    bookkeeping of faust-streaming 0.15 and aiokafka 0.12; a field it cannot read is None)."""
+    in_flight: dict[Any, int] = {}
+    for message in list(consumer.unacked):
+        in_flight[message.tp] = in_flight.get(message.tp, 0) + 1
+    try:
+        assignment = consumer._thread._ensure_consumer()._subscription.subscription.assignment
+    except Exception:  # not started, or between assignments
+        assignment = None
+    standings = {}
+    for tp in consumer.assignment():
+        position = highwater = None
+        paused = False
+        try:
+            state = assignment.state_value(tp) if assignment is not None else None
+        except Exception:
+            state = None
+        if state is not None:
+            position = state.position if state.has_valid_position else None
+            highwater, paused = state.highwater, state.paused
+        standings[tp] = PartitionStanding(
+            committed=consumer._committed_offset.get(tp),
+            read=consumer._read_offset.get(tp),
+            position=position,
+            highwater=highwater,
+            paused=paused,
+            in_flight=in_flight.get(tp, 0),
+            acked=len(consumer._acked.get(tp) or ()),
+        )
+    return standings
+
+
+# -- records fetched that no stream got ---------------------------------------------------------
+#
+# A record the fetcher handed out can still miss every stream: Faust cancels the delivery of
+# the record in hand when a rebalance stops the flow (and counts it read), and after the
+# recovery aiokafka seeks only partitions committed above 0 — a replay's fresh group starting
+# at offset 0, or a partition nothing was committed on, resumes after it. Seen in CI: a
+# replay's one record at pr.classified[2] offset 0, position 1, never processed; the replay
+# waited out its deadline. The watch looks for what only that leaves: a stream partition whose
+# fetch position is past its committed offset with nothing of it acked or in flight, while
+# the whole consumer is idle (flow on, no rebalance or recovery, no record in flight, every
+# stream's buffer empty), unchanged over ``checks`` readings: it is read again from its
+# committed offset. A record merely waiting its turn sits in a buffer, so the consumer is not
+# idle; at worst a record is processed twice, as at least once allows.
+
+
+def fetched_not_processed(standing: PartitionStanding) -> bool:
+    """The fetcher is past records of the partition that no stream has, acked or holds."""
+    return (
+        standing.position is not None
+        and standing.position > (standing.committed or 0)
+        and standing.in_flight == 0
+        and standing.acked == 0
+        and not standing.paused
+    )
+
+
+class LostFetchWatch:
+    """Decides which stream partitions lost fetched records, from successive readings."""
+
+    def __init__(self, checks: int = 3):
+        if checks < 1:
+            raise ValueError("checks must be at least 1")
+        self.checks = checks
+        self._seen: dict[Any, tuple[PartitionStanding, int]] = {}
+        self._repaired: dict[Any, PartitionStanding] = {}
+
+    def observe(self, standings: Mapping[Any, PartitionStanding], idle: bool) -> dict[Any, int]:
+        """One reading of the stream partitions; returns the partitions to read again and the
+        offset to seek each to (the committed one; 0, the start, when Faust has none). A
+        partition repaired once is not repaired again for the same standing (the records
+        may be gone: compacted, or past the retention)."""
+        if not idle:
+            self._seen = {}
+            return {}
+        seen: dict[Any, tuple[PartitionStanding, int]] = {}
+        lost: dict[Any, int] = {}
+        for tp, standing in standings.items():
+            if not fetched_not_processed(standing) or self._repaired.get(tp) == standing:
+                continue
+            before, times = self._seen.get(tp, (None, 0))
+            times = times + 1 if before == standing else 1
+            if times >= self.checks:
+                lost[tp] = standing.committed or 0
+                self._repaired[tp] = standing
+            else:
+                seen[tp] = (standing, times)
+        self._seen = seen
+        return lost
+
+
+def consumer_idle(app: Any) -> bool:
+    """A Faust app's consumer has nothing under way: flow on, no rebalance or table recovery,
+    no record taken and not acked, every stream's buffer empty."""
+    consumer = app.consumer
+    if not consumer.flow_active or not app.flow_control.is_active() or app.rebalancing:
+        return False
+    if app.tables.recovery.in_recovery or consumer.unacked:
+        return False
+    return all(channel.queue.empty() for channel in list(app.topics._topics))
+
+
+async def repair_lost_fetches(
+    app: Any, watch: LostFetchWatch, streams: Collection[str]
+) -> dict[Any, int]:
+    """Read ``app``'s consumer, and seek every stream partition that lost fetched records back
+    to its committed offset; returns what was repaired."""
+    consumer = app.consumer
+    standings = {
+        tp: standing
+        for tp, standing in partition_standings(consumer).items()
+        if tp.topic in streams
+    }
+    lost = watch.observe(standings, consumer_idle(app))
+    for tp, offset in lost.items():
+        log.warning(
+            "%s[%d]: records fetched up to offset %s reached no stream: reading the partition "
+            "again from offset %d",
+            tp.topic,
+            tp.partition,
+            standings[tp].position,
+            offset,
+        )
+        await consumer.seek(tp, offset)  # Faust's seek also resets what it counts as read
+        metrics.LOST_FETCHES_REREAD.labels(topic=tp.topic).inc()
+    return lost
 
 
 # -- partitions without a committed offset ------------------------------------------------------

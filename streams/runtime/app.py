@@ -26,6 +26,8 @@ from streams.evaluation.sandbox import remove_orphans_if_docker
 from streams.kafka.client import KafkaProfile, LagProbe
 from streams.kafka.commits import (
     CommitStallWatch,
+    LostFetchWatch,
+    repair_lost_fetches,
     repair_stalled_commits,
     seek_uncommitted_to_start,
 )
@@ -123,7 +125,7 @@ def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> f
     seek_uncommitted_to_start(app.consumer, sources)
     register_recipe_memory(app, recipes, bootstrap, settings.validation.recipe_refresh_seconds)
 
-    register_maintenance(app, settings, bootstrap)
+    register_maintenance(app, settings, bootstrap, sources)
     return app
 
 
@@ -149,9 +151,12 @@ def register_recipe_memory(
             log.debug("recipes: memory not refreshed: %s", exc)
 
 
-def register_maintenance(app: faust.App, settings: Settings, bootstrap: str) -> None:
+def register_maintenance(
+    app: faust.App, settings: Settings, bootstrap: str, streams: Iterable[str] = ()
+) -> None:
     """The worker's own tasks beside the stages: /metrics, the orphan reaper, the consumer lag
-    gauge and the watch for offset commits stuck behind lost acks."""
+    gauge, the watch for offset commits stuck behind lost acks and the one for records of the
+    ``streams`` (topic names) fetched but never delivered."""
     app.monitor = metrics.faust_monitor()
     metrics_port = settings.worker.metrics_port
 
@@ -183,6 +188,16 @@ def register_maintenance(app: faust.App, settings: Settings, bootstrap: str) -> 
             await repair_stalled_commits(app.consumer, stall_watch)
         except Exception as exc:  # a rebalance may be under way: look again next time
             log.debug("commit stalls not checked: %s", exc)
+
+    lost_fetch_watch = LostFetchWatch(checks=3)
+    stream_topics = frozenset(streams)
+
+    @app.timer(interval=settings.worker.lost_fetch_check_seconds)
+    async def repair_lost_fetched_records() -> None:
+        try:
+            await repair_lost_fetches(app, lost_fetch_watch, stream_topics)
+        except Exception as exc:  # a rebalance may be under way: look again next time
+            log.debug("lost fetches not checked: %s", exc)
 
     async def close_lag_probe(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
         await lag.close()  # its clients, before the loop closes under them

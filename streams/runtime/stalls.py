@@ -13,6 +13,7 @@ import logging
 import time
 from typing import Any
 
+from streams.kafka.commits import partition_standings
 from streams.pipeline.outages import OUTAGES
 
 log = logging.getLogger("swe_stream.supervise")
@@ -43,6 +44,18 @@ def stall_report(app: Any) -> str:
         parts.append(f"{len(assigned)} partition(s) assigned")
     except Exception as error:
         parts.append(f"assignment unknown ({type(error).__name__})")
+    try:
+        behind = {
+            f"{tp.topic}[{tp.partition}]": standing.describe()
+            for tp, standing in sorted(partition_standings(app.consumer).items())
+            if standing.behind() and app.topics.acks_enabled_for(tp.topic)  # a stream's
+        }
+        if behind:
+            parts.append(
+                "not committed: " + "; ".join(f"{tp} {line}" for tp, line in behind.items())
+            )
+    except Exception as error:
+        parts.append(f"partition standings unknown ({type(error).__name__})")
     if getattr(app, "rebalancing", False):
         parts.append("the group is rebalancing")
     down = OUTAGES.down()

@@ -20,6 +20,7 @@ class Utterance(PullRequestRecord):
 
 
 LOST_ACK_TEXT = "lose my ack"  # tests.fakes.lossy_shout_app drops acks of such records
+LOST_FETCH_TEXT = "lose my fetch"  # tests.fakes.lost_fetch_shout_app drops the first such record
 
 HEARD = TopicSpec("test.heard", Utterance, "what the stage reads", has_dlq=True)
 SHOUTED = TopicSpec("test.shouted", Utterance, "what the stage writes")

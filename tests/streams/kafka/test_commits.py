@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -12,10 +13,17 @@ from pathlib import Path
 import pytest
 
 from streams.kafka.broker import free_port
-from streams.kafka.commits import CommitStallWatch, PartitionAcks, blocks_commit
+from streams.kafka.commits import (
+    CommitStallWatch,
+    LostFetchWatch,
+    PartitionAcks,
+    PartitionStanding,
+    blocks_commit,
+    fetched_not_processed,
+)
 from streams.kafka.offsets import committed_offsets, topic_bounds
 from tests.conftest import REPO_ROOT, SWE_STREAM
-from tests.fakes.shout_stage import HEARD, LOST_ACK_TEXT, SHOUTED, Utterance
+from tests.fakes.shout_stage import HEARD, LOST_ACK_TEXT, LOST_FETCH_TEXT, SHOUTED, Utterance
 from tests.workers import (
     create_test_topics,
     produce,
@@ -26,6 +34,34 @@ from tests.workers import (
 )
 
 STUCK = PartitionAcks(committed=1, acked=(3, 4, 5), in_flight=False)
+
+
+def hellos(count: int) -> list[Utterance]:
+    return [
+        Utterance(pipeline_version=1, repo="octo/hello", number=n, text=f"hello {n}")
+        for n in range(1, count + 1)
+    ]
+
+
+def start_shout_worker(
+    module: str, bootstrap: str, utterances: list[Utterance], env: dict[str, str], log: Path
+) -> tuple[subprocess.Popen[bytes], str, int]:
+    """The shout app of ``module`` as a worker in a group of its own, after ``utterances``
+    were produced; its process, group and metrics port."""
+    asyncio.run(create_test_topics(bootstrap))
+    asyncio.run(produce(bootstrap, [(u.key.encode(), u.to_json()) for u in utterances]))
+    group = f"{module.rsplit('.', 1)[-1]}-{os.getpid()}-{time.monotonic_ns()}"
+    metrics_port = free_port()
+    command = [
+        SWE_STREAM, "worker", "--app", f"{module}:app",
+        "--bootstrap", bootstrap, "--app-id", group,
+        "--web-port", str(free_port()), "--metrics-port", str(metrics_port),
+    ]  # fmt: skip
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            command, cwd=REPO_ROOT, env=worker_env() | env, stdout=out, stderr=out
+        )
+    return process, group, metrics_port
 
 
 @pytest.mark.unit
@@ -64,29 +100,18 @@ def test_only_a_hole_unchanged_over_the_checks_with_nothing_in_flight_is_repaire
 
 @pytest.mark.integration
 def test_a_worker_gets_its_commit_past_a_lost_ack(bootstrap: str, tmp_path: Path) -> None:
-    asyncio.run(create_test_topics(bootstrap))
-    group = f"lossy-{os.getpid()}-{time.monotonic_ns()}"
-    metrics_port = free_port()
-    utterances = [
-        Utterance(pipeline_version=1, repo="octo/hello", number=n, text=f"hello {n}")
-        for n in range(1, 13)
-    ]
+    utterances = hellos(12)
     # last, on one partition (one key): one record, two whose acks get lost, one after them
     # (before them, so that the hole is not at the partition's start: Faust commits past that)
     lost = Utterance(pipeline_version=1, repo="octo/hello", number=50, text=LOST_ACK_TEXT)
     before = lost.model_copy(update={"text": "before the lost acks"})
     after = lost.model_copy(update={"text": "after the lost acks"})
     utterances += [before, lost, lost, after]
-    asyncio.run(produce(bootstrap, [(u.key.encode(), u.to_json()) for u in utterances]))
     log = tmp_path / "worker.log"
-    command = [
-        SWE_STREAM, "worker", "--app", "tests.fakes.lossy_shout_app:app",
-        "--bootstrap", bootstrap, "--app-id", group,
-        "--web-port", str(free_port()), "--metrics-port", str(metrics_port),
-    ]  # fmt: skip
-    env = worker_env() | {"SWE_STREAM_WORKER_COMMIT_STALL_CHECK_SECONDS": "1", "NO_CYTHON": "1"}
-    with open(log, "wb") as out:
-        process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=out, stderr=out)
+    env = {"SWE_STREAM_WORKER_COMMIT_STALL_CHECK_SECONDS": "1", "NO_CYTHON": "1"}
+    process, group, metrics_port = start_shout_worker(
+        "tests.fakes.lossy_shout_app", bootstrap, utterances, env, log
+    )
     try:
         asyncio.run(read(bootstrap, SHOUTED.name, len(utterances), process))
         bounds = asyncio.run(topic_bounds(bootstrap, HEARD.name))
@@ -104,6 +129,90 @@ def test_a_worker_gets_its_commit_past_a_lost_ack(bootstrap: str, tmp_path: Path
         texts = [Utterance.from_json(value).text for _, value in shouted]
         assert texts.count(LOST_ACK_TEXT.upper()) == 4 and texts.count(after.text.upper()) == 2
         assert {u.text.upper() for u in utterances} == set(texts)
+        assert stop(process) == 0
+    finally:
+        if process.poll() is None:
+            stop(process)
+
+
+# the replay that hung in CI: its one record at offset 0 fetched (position 1), never processed
+LOST = PartitionStanding(
+    committed=None, read=0, position=1, highwater=1, paused=False, in_flight=0, acked=0
+)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("standing", "lost"),
+    [
+        (LOST, True),
+        (PartitionStanding(4, 6, 7, 9, False, 0, 0), True),  # committed 4, fetched to 7
+        (PartitionStanding(7, 6, 7, 9, False, 0, 0), False),  # fetched up to the commit
+        (PartitionStanding(None, None, 0, 3, False, 0, 0), False),  # nothing fetched yet
+        (PartitionStanding(4, 6, 7, 9, False, 1, 0), False),  # a record in flight
+        (PartitionStanding(4, 6, 7, 9, False, 0, 2), False),  # acked, not yet committed
+        (PartitionStanding(4, 6, 7, 9, True, 0, 0), False),  # paused: its buffer is full
+        (PartitionStanding(4, None, None, None, False, 0, 0), False),  # no position yet
+    ],
+)
+def test_a_fetch_past_the_commit_with_nothing_acked_or_in_flight_is_lost(
+    standing: PartitionStanding, lost: bool
+) -> None:
+    assert fetched_not_processed(standing) is lost
+
+
+@pytest.mark.unit
+def test_only_a_lost_fetch_unchanged_while_the_consumer_is_idle_is_read_again() -> None:
+    watch = LostFetchWatch(checks=3)
+    moved = PartitionStanding(4, 6, 7, 9, False, 0, 0)
+    assert watch.observe({"p0": LOST, "p1": moved}, idle=True) == {}
+    assert watch.observe({"p0": LOST, "p1": moved}, idle=True) == {}
+    assert watch.observe({"p0": LOST, "p1": moved}, idle=False) == {}  # busy: count restarts
+    assert watch.observe({"p0": LOST, "p1": moved}, idle=True) == {}
+    assert watch.observe({"p0": LOST}, idle=True) == {}
+    # p0 from the start (Faust has no committed offset), p1's count restarted when it left
+    assert watch.observe({"p0": LOST, "p1": moved}, idle=True) == {"p0": 0}
+    assert watch.observe({"p0": LOST, "p1": moved}, idle=True) == {}
+    assert watch.observe({"p0": LOST, "p1": moved}, idle=True) == {"p1": 4}
+    # the same standing again after a repair: the records are gone (compacted, retention)
+    for _ in range(5):
+        assert watch.observe({"p0": LOST, "p1": moved}, idle=True) == {}
+    fetched_again = PartitionStanding(4, 6, 8, 9, False, 0, 0)
+    assert [watch.observe({"p1": fetched_again}, idle=True) for _ in range(3)][-1] == {"p1": 4}
+    with pytest.raises(ValueError):
+        LostFetchWatch(checks=0)
+
+
+@pytest.mark.integration
+def test_a_worker_reads_again_a_record_no_stream_got(bootstrap: str, tmp_path: Path) -> None:
+    """A fetched record that never reached the stream (the last of its partition, as the
+    replay's was) is read again once the worker is idle; without the watch it never is."""
+    utterances = hellos(8)
+    lost = Utterance(pipeline_version=1, repo="octo/hello", number=50, text=LOST_FETCH_TEXT)
+    log = tmp_path / "worker.log"
+    process, group, metrics_port = start_shout_worker(
+        "tests.fakes.lost_fetch_shout_app",
+        bootstrap,
+        [*utterances, lost],
+        {"SWE_STREAM_WORKER_LOST_FETCH_CHECK_SECONDS": "1"},
+        log,
+    )
+    try:
+        shouted = asyncio.run(read(bootstrap, SHOUTED.name, len(utterances) + 1, process))
+        texts = [Utterance.from_json(value).text for _, value in shouted]
+        assert sorted(texts) == sorted(u.text.upper() for u in [*utterances, lost])
+        exposition = wait_for_metrics(metrics_port, process, log)
+        assert 'swe_stream_lost_fetches_reread_total{topic="test.heard"} 1.0' in exposition
+        # read again from its own offset: the records before it on its partition were committed
+        said = re.findall(r"reached no stream: reading the partition again from offset (\d+)",
+                          log.read_text())  # fmt: skip
+        assert len(said) == 1 and int(said[0]) > 0, said
+        bounds = asyncio.run(topic_bounds(bootstrap, HEARD.name))
+        ends = {partition: end for partition, (_, end) in bounds.items()}
+        deadline = time.monotonic() + 60
+        while (committed := asyncio.run(committed_offsets(bootstrap, group, HEARD.name))) != ends:
+            assert time.monotonic() < deadline, (committed, ends, log.read_text()[-4000:])
+            time.sleep(0.5)
         assert stop(process) == 0
     finally:
         if process.poll() is None:

@@ -315,3 +315,45 @@ def test_a_stalled_run_says_once_what_it_waits_for(caplog: pytest.LogCaptureFixt
     assert "table recovery in progress, 5 changelog records to read" in said[0]
     assert "swe.ledger[2]': '4/9'" in said[0] and "1 partition(s) assigned" in said[0]
     assert "table recovery done" in said[1]
+
+
+@pytest.mark.unit
+def test_a_stall_names_the_stream_partitions_not_committed_and_where_they_stand() -> None:
+    """The replay that hung in CI: the line shows its record fetched (position 1) and never
+    processed (nothing in flight), and leaves out changelogs (no acks) and caught-up streams."""
+    from collections import namedtuple
+    from types import SimpleNamespace
+
+    from streams.runtime.stalls import stall_report
+
+    tp = namedtuple("TP", "topic partition")
+    lost, done, changelog = tp("pr.classified", 2), tp("pr.classified", 0), tp("swe.ledger", 1)
+    states = {
+        lost: SimpleNamespace(position=1, has_valid_position=True, highwater=1, paused=False),
+        done: SimpleNamespace(position=5, has_valid_position=True, highwater=5, paused=False),
+        changelog: SimpleNamespace(position=9, has_valid_position=True, highwater=9, paused=False),
+    }
+    aiokafka = SimpleNamespace(
+        _subscription=SimpleNamespace(
+            subscription=SimpleNamespace(assignment=SimpleNamespace(state_value=states.get))
+        )
+    )
+    consumer = SimpleNamespace(
+        assignment=lambda: set(states),
+        unacked=set(),
+        _acked={},
+        _committed_offset={done: 5},
+        _read_offset={lost: 0, done: 4},
+        _thread=SimpleNamespace(_ensure_consumer=lambda: aiokafka),
+    )
+    app = SimpleNamespace(
+        consumer=consumer,
+        tables=SimpleNamespace(recovery=SimpleNamespace(in_recovery=False)),
+        topics=SimpleNamespace(acks_enabled_for=lambda topic: topic.startswith("pr.")),
+        rebalancing=False,
+    )
+    line = stall_report(app)
+    assert line == (
+        "table recovery done; 3 partition(s) assigned; not committed: pr.classified[2] "
+        "committed None, read 0, position 1, end 1, 0 in flight"
+    )
