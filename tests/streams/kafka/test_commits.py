@@ -113,7 +113,7 @@ def test_a_worker_gets_its_commit_past_a_lost_ack(bootstrap: str, tmp_path: Path
         "tests.fakes.lossy_shout_app", bootstrap, utterances, env, log
     )
     try:
-        asyncio.run(read(bootstrap, SHOUTED.name, len(utterances), process))
+        asyncio.run(read(bootstrap, SHOUTED.name, len(utterances), process, log=log))
         bounds = asyncio.run(topic_bounds(bootstrap, HEARD.name))
         ends = {partition: end for partition, (_, end) in bounds.items()}
         deadline = time.monotonic() + 120
@@ -198,7 +198,7 @@ def test_a_worker_reads_again_a_record_no_stream_got(bootstrap: str, tmp_path: P
         log,
     )
     try:
-        shouted = asyncio.run(read(bootstrap, SHOUTED.name, len(utterances) + 1, process))
+        shouted = asyncio.run(read(bootstrap, SHOUTED.name, len(utterances) + 1, process, log=log))
         texts = [Utterance.from_json(value).text for _, value in shouted]
         assert sorted(texts) == sorted(u.text.upper() for u in [*utterances, lost])
         exposition = wait_for_metrics(metrics_port, process, log)
