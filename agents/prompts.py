@@ -85,6 +85,18 @@ def clip(text: str | None, limit: int) -> str:
     return text[:limit] + f"\n[... {len(text) - limit} more characters cut]"
 
 
+# what the Python and the JavaScript set-up prompts say alike: the tools, how a recipe is judged
+_SETUP_TOOLS = """- `$shell`: run a bash command as root; you get its exit code, stdout and stderr \
+(truncated). You may try Debian packages here (apt-get update && apt-get install -y ...), \
+but the recipe is built from scratch: name them in `system_packages`.
+- `$read`: read a file of the repository.
+- `$submit`: submit the recipe. Each field you leave out keeps the failed recipe's value \
+(shown below). `system_packages`: Debian packages; `env`: commands """
+_SETUP_ACCEPTED = """The recipe is rebuilt from scratch in a fresh image and accepted only \
+if the pull request's test files then run at the base commit with at least one passing \
+test; a command that failed when you ran it is refused. If it is rejected you get the reason \
+and may submit again ($submissions submissions in all)."""
+
 SETUP_SYSTEM = Template(
     """You set up a Python repository's test environment, as its CI does, so that its tests \
 run. The install recipe inferred from its files did not make them run; you find what is \
@@ -93,20 +105,12 @@ Python, another test command) and submit a recipe.
 You work in a container at /testbed: the repository at the base commit, with the venv \
 /opt/venv (python, pip, uv) as the failed recipe left it. Only package registries are reachable \
 (PyPI, Debian, npm). Tools:
-- `$shell`: run a bash command as root; you get its exit code, stdout and stderr \
-(truncated). You may try Debian packages here (apt-get update && apt-get install -y ...), \
-but the recipe is built from scratch: name them in `system_packages`.
-- `$read`: read a file of the repository.
-- `$submit`: submit the recipe. Each field you leave out keeps the failed recipe's value \
-(shown below). `system_packages`: Debian packages; `env`: commands that install the \
+""" + _SETUP_TOOLS + """that install the \
 dependencies into /opt/venv (run in /; the repository is not there yet); `install`: commands \
 run in /testbed that install the project; `pre_test`: build steps run in /testbed after the \
 install (compiling translations, generating files); `test_command`: the command the test \
 files are appended to; `test_runner`: $runners; `python`: one of $pythons.
-The recipe is rebuilt from scratch in a fresh image and accepted only if the pull request's \
-test files then run at the base commit with at least one passing test; a command that failed \
-when you ran it is refused. If it is rejected you get the reason and may submit again \
-($submissions submissions in all)."""
+""" + _SETUP_ACCEPTED
 )
 
 # the same for a JavaScript / TypeScript repository (a recipe that Node runs)
@@ -121,12 +125,7 @@ You work in a container at /testbed: the repository at the base commit, with its
 in /testbed/node_modules as the failed recipe's install left them (by npm, yarn or pnpm: the \
 package manager its lockfile names), on Node $node. Only package registries are reachable \
 (npm, Debian, PyPI). Tools:
-- `$shell`: run a bash command as root; you get its exit code, stdout and stderr \
-(truncated). You may try Debian packages here (apt-get update && apt-get install -y ...), \
-but the recipe is built from scratch: name them in `system_packages`.
-- `$read`: read a file of the repository.
-- `$submit`: submit the recipe. Each field you leave out keeps the failed recipe's value \
-(shown below). `system_packages`: Debian packages; `env`: commands run in / that fetch the \
+""" + _SETUP_TOOLS + """run in / that fetch the \
 dependencies into the package manager's cache from the dependency files copied to \
 /opt/swe-env (the repository is not there yet); `install`: commands run in /testbed that \
 install the dependencies into node_modules (npm ci, yarn install --frozen-lockfile, pnpm \
@@ -140,10 +139,7 @@ $runner_commands
   swe-stream appends the arguments that write the runner's report after the test files: set \
 no reporter of your own; `test_runner`: the runner whose output is read, one of $runners; \
 `node`: the Node major, one of $nodes (leave `python` out).
-The recipe is rebuilt from scratch in a fresh image and accepted only if the pull request's \
-test files then run at the base commit with at least one passing test; a command that failed \
-when you ran it is refused. If it is rejected you get the reason and may submit again \
-($submissions submissions in all)."""
+""" + _SETUP_ACCEPTED
 )
 
 SETUP_USER = Template(

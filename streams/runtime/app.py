@@ -152,7 +152,7 @@ def register_recipe_memory(
 
 
 def register_maintenance(
-    app: faust.App, settings: Settings, bootstrap: str, streams: Iterable[str] = ()
+    app: faust.App, settings: Settings, bootstrap: str, streams: Iterable[str]
 ) -> None:
     """The worker's own tasks beside the stages: /metrics, the orphan reaper, the consumer lag
     gauge, the watch for offset commits stuck behind lost acks and the one for records of the

@@ -107,8 +107,7 @@ async def test_the_agent_finds_the_build_step_its_ci_runs_and_the_next_pr_rememb
         ("submit_recipe", {"pre_test": [BUILD_STEP]}),  # 8: no gettext in a fresh image
         ("submit_recipe", RIGHT),  # 9: accepted
     ]
-    for name, arguments in script:
-        llm_server.reply_tool_call(name, arguments)
+    llm_server.reply_tool_calls(script)
     table = RecipeTable(tmp_path / "recipes.sqlite")
     runs = sample("swe_stream_setup_agent_runs_total", outcome="accepted")
     llm = LLMClient(llm_settings(llm_server))

@@ -216,8 +216,7 @@ async def test_the_agent_names_the_runner_a_make_test_script_hides_and_the_build
         ("submit_recipe", {k: v for k, v in RIGHT.items() if k != "pre_test"}),  # 6: no dist/
         ("submit_recipe", RIGHT),  # 7: accepted
     ]
-    for name, arguments in script:
-        llm_server.reply_tool_call(name, arguments)
+    llm_server.reply_tool_calls(script)
     table = RecipeTable(tmp_path / "recipes.sqlite")
     runs = sample("swe_stream_setup_agent_runs_total", outcome="accepted")
     llm = LLMClient(llm_settings(llm_server))
@@ -325,8 +324,7 @@ async def test_testgen_writes_a_node_test_with_the_js_runners_ids(
         ("submit_tests", {"files": files, "fail_to_pass": [f"{new} > converts a marathon"]}),
         ("submit_tests", {"files": files, "fail_to_pass": [km]}),
     ]
-    for name, arguments in script:
-        llm_server.reply_tool_call(name, arguments)
+    llm_server.reply_tool_calls(script)
     docker = DockerSettings(
         base_image=base_image, python_images={"3.11": base_image}, node_images=node_images,
         memory_mb=1024, cpus=1,

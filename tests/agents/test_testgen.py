@@ -238,8 +238,7 @@ async def test_a_scripted_conversation_ends_with_verified_generated_tests(
             },
         ),
     ]
-    for name, arguments in script:
-        llm_server.reply_tool_call(name, arguments)
+    llm_server.reply_tool_calls(script)
     accepted, rejected = submissions("accepted"), submissions("rejected")
     turns = sample("swe_stream_testgen_turns_sum", outcome="accepted")
     tokens = sample("swe_stream_testgen_accepted_tokens_sum")

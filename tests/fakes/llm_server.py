@@ -42,7 +42,7 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -371,6 +371,11 @@ class FakeLLM:
             )
         )
         return call_id
+
+    def reply_tool_calls(self, script: Iterable[tuple[str, dict[str, Any] | str]]) -> None:
+        """Queue an agent's turns: one tool call per ``(name, arguments)``, in order."""
+        for name, arguments in script:
+            self.reply_tool_call(name, arguments)
 
     def reply_text(
         self, content: str, *, usage: tuple[int, int] = (120, 30), cost: float | None = None

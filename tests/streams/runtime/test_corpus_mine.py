@@ -8,14 +8,13 @@ CI cannot fetch the real corpus; ``python -m benchmarks.yield`` runs that one.""
 from __future__ import annotations
 
 import importlib
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from streams.offline.corpus import load_corpus
-from tests.git_repos import make_pull_request_repo, run_git
+from tests.git_repos import CorpusPullRequest, make_corpus_dir
 from tests.streams.evaluation.setups import OPS, TESTS, fix_files
 
 pytestmark = pytest.mark.docker
@@ -81,34 +80,9 @@ SETUPS: dict[str, tuple[dict[str, str], dict[str, str | None], str]] = {
 
 def make_corpus(root: Path) -> Path:
     """A corpus folder as ``../shared/fixtures/corpus`` is laid out, with its remotes."""
-    corpus = root / "corpus"
-    (corpus / "repos").mkdir(parents=True)
-    repos, prs = [], []
-    for number, (repo, (base, pr_files, merged_at)) in enumerate(SETUPS.items(), start=11):
-        made = make_pull_request_repo(root / repo, repo=repo, base_files=base, pr_files=pr_files)
-        remote = corpus / "repos" / f"{repo.replace('/', '__')}.git"
-        run_git(root, "clone", "-q", "--bare", str(made.remote), str(remote))
-        changed = run_git(made.remote, "diff", "--numstat", made.base_sha, made.merge_sha)
-        files = [
-            {"filename": name, "status": "modified", "additions": int(a), "deletions": int(d)}
-            for a, d, name in (line.split("\t") for line in changed.splitlines())
-        ]
-        repos.append({"repo": repo, "stargazers_count": 50, "default_branch": "main"})
-        prs.append(
-            {
-                "repo": repo, "number": number, "title": "Fix add", "body": "add subtracts",
-                "merge_commit_sha": made.merge_sha, "base_sha": made.base_sha,
-                "head_sha": made.head_sha, "merged_at": merged_at, "author_login": "dev",
-                "additions": sum(f["additions"] for f in files),
-                "deletions": sum(f["deletions"] for f in files),
-                "changed_files": len(files), "files": files,
-                "repo_meta": {"language": "Python", "stargazers_count": 50,
-                              "default_branch": "main"},
-            }
-        )  # fmt: skip
-    (corpus / "repos.json").write_text(json.dumps(repos))
-    (corpus / "prs.jsonl").write_text("".join(json.dumps(pr) + "\n" for pr in prs))
-    return corpus
+    pulls = [CorpusPullRequest(repo, "Python", base, pr_files, merged_at)
+             for repo, (base, pr_files, merged_at) in SETUPS.items()]  # fmt: skip
+    return make_corpus_dir(root, pulls, first_number=11, title="Fix add", body="add subtracts")
 
 
 def test_mine_validates_a_pr_of_every_set_up_style(

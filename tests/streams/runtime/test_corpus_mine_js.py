@@ -16,7 +16,6 @@ corpus."""
 from __future__ import annotations
 
 import importlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import pytest
 
 from streams.evaluation.taskdir import find_task_dirs, load_workspace
 from streams.offline.corpus import load_corpus
-from tests.git_repos import make_pull_request_repo, run_git
+from tests.git_repos import CorpusPullRequest, make_corpus_dir
 
 pytestmark = pytest.mark.docker
 yield_benchmark = importlib.import_module("benchmarks.yield")
@@ -292,36 +291,14 @@ EXPECTED: dict[str, tuple[str, list[str], list[str]]] = {
 
 def make_corpus(root: Path) -> Path:
     """A corpus folder as ``../shared/fixtures/corpus-js`` is laid out, with its remotes."""
-    corpus = root / "corpus"
-    (corpus / "repos").mkdir(parents=True)
-    repos, prs = [], []
-    for number, (repo, (language, base, pr_files, merged_at)) in enumerate(
-        SETUPS.items(), start=21
-    ):
-        made = make_pull_request_repo(root / repo, repo=repo, base_files=base, pr_files=pr_files)
-        remote = corpus / "repos" / f"{repo.replace('/', '__')}.git"
-        run_git(root, "clone", "-q", "--bare", str(made.remote), str(remote))
-        changed = run_git(made.remote, "diff", "--numstat", made.base_sha, made.merge_sha)
-        files: list[dict[str, Any]] = [
-            {"filename": name, "status": "modified", "additions": int(a), "deletions": int(d)}
-            for a, d, name in (line.split("\t") for line in changed.splitlines())
-        ]
-        meta = {"language": language, "stargazers_count": 50, "default_branch": "main"}
-        repos.append({"repo": repo, **meta})
-        prs.append(
-            {
-                "repo": repo, "number": number, "title": "Fix parsing of an edge case",
-                "body": "The result was wrong for this input; a test shows it.",
-                "merge_commit_sha": made.merge_sha, "base_sha": made.base_sha,
-                "head_sha": made.head_sha, "merged_at": merged_at, "author_login": "dev",
-                "additions": sum(f["additions"] for f in files),
-                "deletions": sum(f["deletions"] for f in files),
-                "changed_files": len(files), "files": files, "repo_meta": meta,
-            }
-        )  # fmt: skip
-    (corpus / "repos.json").write_text(json.dumps(repos))
-    (corpus / "prs.jsonl").write_text("".join(json.dumps(pr) + "\n" for pr in prs))
-    return corpus
+    pulls = [CorpusPullRequest(repo, *setup) for repo, setup in SETUPS.items()]
+    return make_corpus_dir(
+        root,
+        pulls,
+        first_number=21,
+        title="Fix parsing of an edge case",
+        body="The result was wrong for this input; a test shows it.",
+    )
 
 
 def test_mine_validates_a_pr_of_every_js_set_up_style(
