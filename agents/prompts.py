@@ -105,12 +105,15 @@ Python, another test command) and submit a recipe.
 You work in a container at /testbed: the repository at the base commit, with the venv \
 /opt/venv (python, pip, uv) as the failed recipe left it. Only package registries are reachable \
 (PyPI, Debian, npm). Tools:
-""" + _SETUP_TOOLS + """that install the \
+"""
+    + _SETUP_TOOLS
+    + """that install the \
 dependencies into /opt/venv (run in /; the repository is not there yet); `install`: commands \
 run in /testbed that install the project; `pre_test`: build steps run in /testbed after the \
 install (compiling translations, generating files); `test_command`: the command the test \
 files are appended to; `test_runner`: $runners; `python`: one of $pythons.
-""" + _SETUP_ACCEPTED
+"""
+    + _SETUP_ACCEPTED
 )
 
 # the same for a JavaScript / TypeScript repository (a recipe that Node runs)
@@ -125,7 +128,9 @@ You work in a container at /testbed: the repository at the base commit, with its
 in /testbed/node_modules as the failed recipe's install left them (by npm, yarn or pnpm: the \
 package manager its lockfile names), on Node $node. Only package registries are reachable \
 (npm, Debian, PyPI). Tools:
-""" + _SETUP_TOOLS + """run in / that fetch the \
+"""
+    + _SETUP_TOOLS
+    + """run in / that fetch the \
 dependencies into the package manager's cache from the dependency files copied to \
 /opt/swe-env (the repository is not there yet); `install`: commands run in /testbed that \
 install the dependencies into node_modules (npm ci, yarn install --frozen-lockfile, pnpm \
@@ -139,7 +144,8 @@ $runner_commands
   swe-stream appends the arguments that write the runner's report after the test files: set \
 no reporter of your own; `test_runner`: the runner whose output is read, one of $runners; \
 `node`: the Node major, one of $nodes (leave `python` out).
-""" + _SETUP_ACCEPTED
+"""
+    + _SETUP_ACCEPTED
 )
 
 SETUP_USER = Template(
@@ -182,7 +188,7 @@ Test framework: $framework. Test command: $test_command <test files or ids>"""
 )
 
 # the same for a JavaScript / TypeScript repository: tests for its runner, ids as the JS log
-# parsers make them (``streams.evaluation.log_parsers.js``)
+# parsers make them (``streams.evaluation.recipes.languages.javascript.runners.js``)
 TESTGEN_SYSTEM_JS = Template(
     """You write a regression test for a bug fix in a JavaScript / TypeScript repository, as a \
 benchmark task: the test must fail on the repository as it is (before the fix) and pass once \

@@ -49,9 +49,9 @@ from streams.clients.llm import LLMClient, Tool, call_arguments, call_name, desc
 from streams.core import metrics
 from streams.core.settings import SetupAgentSettings
 from streams.evaluation.egress import RegistryEgress
-from streams.evaluation.environments import InstallRecipe, TreeFiles
 from streams.evaluation.image_builds import ImageBuildError
 from streams.evaluation.log_parsers import LOG_PARSERS, RUNNER_COMMANDS
+from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 from streams.evaluation.recipes.overrides import RepositoryOverride
 from streams.evaluation.sandbox import Limits, Sandbox
 from streams.evaluation.validator import (

@@ -42,7 +42,7 @@ from schemas import PatchSet
 from streams.clients.llm import LLMClient, Tool, call_arguments, call_name, describe_error
 from streams.core import metrics
 from streams.core.settings import TestgenSettings
-from streams.evaluation.environments import InstallRecipe, TreeFiles
+from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 from streams.evaluation.sandbox import Limits, Sandbox
 from streams.evaluation.validator import (
     PATCH_DIR,

@@ -40,13 +40,8 @@ from typing import Any
 
 from benchmarks.corpus_engine import DEFAULT_CORPUS, corpus_validator, show_progress
 from streams.core.settings import DockerSettings
-from streams.evaluation.environments import (
-    ENV_DIR,
-    VENV,
-    EnvironmentBuilder,
-    InstallRecipe,
-    process_tag,
-)
+from streams.evaluation.environments import ENV_DIR, VENV, EnvironmentBuilder, process_tag
+from streams.evaluation.recipes.model import InstallRecipe
 from streams.evaluation.validator import Validator, docker_from_env
 from streams.offline.corpus import CorpusError, load_corpus
 from streams.runtime.live import LiveView

@@ -65,9 +65,10 @@ from benchmarks.corpus_engine import DEFAULT_CORPUS
 from schemas import LedgerEntry, ValidatedTask
 from streams.core.settings import DockerSettings, validations_for_machine
 from streams.evaluation.environments import LABEL as LAYER_LABEL
-from streams.evaluation.environments import EnvironmentBuilder, node_of_sources
+from streams.evaluation.environments import EnvironmentBuilder
 from streams.evaluation.failures import cause_of
 from streams.evaluation.images import base_image_exists
+from streams.evaluation.recipes.model import node_of_sources
 from streams.evaluation.validator import docker_from_env
 from streams.kafka.broker import EmbeddedBroker
 from streams.kafka.client import read_topic_to_end

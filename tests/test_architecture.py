@@ -68,8 +68,15 @@ STAGE_MODULES = frozenset(
 )
 HELPER_MODULES = frozenset(
     {
-        "paths", "prompts", "linked_issues", "ingest_scan", "backends", "bots", "testgen",
-        "setup_agent", "tool_loop",
+        "paths",
+        "prompts",
+        "linked_issues",
+        "ingest_scan",
+        "backends",
+        "bots",
+        "testgen",
+        "setup_agent",
+        "tool_loop",
     }
 )
 

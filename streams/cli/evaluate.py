@@ -51,12 +51,12 @@ from streams.runtime.topology import make_validator
 log = logging.getLogger("swe_stream.cli")
 
 
-
 def add_parallel(parser: argparse.ArgumentParser, help_text: str) -> None:
     """``-j/--workers/--parallel N``, as SWE-bench's harness spells it."""
     parser.add_argument(
         "-j", "--workers", "--parallel", dest="parallel", type=int, default=1, help=help_text
     )
+
 
 def register(commands: Commands, parents: Parents) -> None:
     common = parents.common

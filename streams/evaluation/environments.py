@@ -24,23 +24,22 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import io
 import itertools
 import json
 import logging
 import os
 import re
 import secrets
-import tarfile
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from streams.core import metrics
 from streams.evaluation.image_builds import BuildPlan, ImageBuild, ImageBuildError
+from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 from streams.evaluation.sandbox import OWNER_LABEL, owner_label
 
 log = logging.getLogger("swe_stream.environments")
@@ -66,114 +65,6 @@ TOOLS_STEPS = (
     f"{VENV}/bin/python -m pip install --quiet --upgrade pip uv",
 )
 _TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-# the languages of the recipes Node runs (``recipes.js_recipe``); the others are Python's
-JS_LANGUAGES = frozenset({"JavaScript", "TypeScript"})
-
-
-def node_of_sources(sources: Iterable[str]) -> str | None:
-    """The Node major a recipe's sources name (``node:20``), or None."""
-    node = next((s.split(":", 1)[1] for s in map(str, sources) if s.startswith("node:")), None)
-    return node if node is not None and node.isdigit() else None
-
-
-@dataclass(frozen=True)
-class RecipeOrigin:
-    """Who made a recipe, for the recipe memory: ``source`` (heuristic, override, agent, or a
-    remembered entry's), the fields it sets beyond inference (``change``, override-shaped),
-    and whether it came from the memory (``remembered``) written by another pipeline
-    version (``trusted`` False: verified before use)."""
-
-    source: str = "heuristic"
-    change: dict[str, Any] = field(default_factory=dict)
-    remembered: bool = False
-    trusted: bool = True
-
-
-@dataclass(frozen=True)
-class InstallRecipe:
-    """How to install and test one repository at one commit (``streams.evaluation.recipes``
-    infers it; a per-repository override may set any part)."""
-
-    language: str
-    dependency_files: dict[str, bytes] = field(default_factory=dict)  # copied into the env
-    env_commands: tuple[str, ...] = ()  # run in the env image (dependencies), one RUN each
-    install_commands: tuple[str, ...] = ()  # run in the instance image, in /testbed
-    test_command: str = ""  # the test files are appended
-    # whose log parser reads the test command's output (``streams.evaluation.log_parsers``)
-    test_runner: str = "pytest"
-    python: str | None = None  # major.minor; None: whatever the base image has
-    base_image: str | None = None  # None: the builder's default
-    system_packages: tuple[str, ...] = ()  # Debian packages of the env image
-    pre_test_commands: tuple[str, ...] = ()  # build steps after the install (instance image)
-    # run again in the sandbox after a patch that changes compiled sources (C extensions)
-    rebuild_commands: tuple[str, ...] = ()
-    environment: tuple[tuple[str, str], ...] = ()  # variables of both images and of the tests
-    sources: tuple[str, ...] = ()  # what it was inferred from (for people reading a task)
-    notes: tuple[str, ...] = ()  # what inference saw but could not do (missing submodules, ...)
-    origin: RecipeOrigin = field(default_factory=RecipeOrigin, compare=False)
-
-    def key(self, base_image_id: str) -> str:
-        """What decides the env image: base image, system packages, dependency files,
-        variables and commands."""
-        digest = hashlib.sha256()
-        digest.update(base_image_id.encode())
-        digest.update(self.language.encode())
-        for path in sorted(self.dependency_files):
-            digest.update(path.encode() + b"\0" + self.dependency_files[path] + b"\0")
-        digest.update(json.dumps(self.env_commands).encode())
-        if self.system_packages or self.environment:
-            digest.update(json.dumps([self.system_packages, self.environment]).encode())
-        return digest.hexdigest()[:16]
-
-    @property
-    def variables(self) -> dict[str, str]:
-        return dict(self.environment)
-
-    @property
-    def is_js(self) -> bool:
-        """Whether the recipe is a JavaScript / TypeScript one (run by Node, not Python)."""
-        return self.language in JS_LANGUAGES
-
-    @property
-    def node(self) -> str | None:
-        """The Node major a JavaScript / TypeScript recipe runs on (its ``node:N`` source);
-        None for a Python recipe, or one on the default base image."""
-        return node_of_sources(self.sources) if self.is_js else None
-
-    @property
-    def interpreter(self) -> str:
-        """What runs the tests, for people reading a reason: ``python 3.11``, ``node 20``."""
-        if self.python is not None or not self.is_js:
-            return f"python {self.python or 'default'}"
-        return f"node {self.node or 'default'}"
-
-
-class TreeFiles:
-    """The files of a ``git archive`` tar: names and (small) contents."""
-
-    def __init__(self, tar_bytes: bytes):
-        self.tar_bytes = tar_bytes
-        self._members: dict[str, tarfile.TarInfo] = {}
-        with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tar:
-            for member in tar.getmembers():
-                if member.isfile():
-                    self._members[member.name.removeprefix("./")] = member
-
-    @property
-    def names(self) -> list[str]:
-        return sorted(self._members)
-
-    def has(self, path: str) -> bool:
-        return path in self._members
-
-    def read(self, path: str, limit: int = 1 << 20) -> bytes | None:
-        member = self._members.get(path)
-        if member is None or member.size > limit:
-            return None
-        with tarfile.open(fileobj=io.BytesIO(self.tar_bytes)) as tar:
-            handle = tar.extractfile(member.name)
-            return handle.read() if handle else None
-
 
 # /testbed is a git repository whose one commit is the tree at the base commit (committed
 # before the install steps, as SWE-bench's testbed): agents see their changes with git status

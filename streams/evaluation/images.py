@@ -543,7 +543,7 @@ def ensure_node_image(node_images: dict[str, str], base_image: str) -> str | Non
     exists and the one of ``base_image``'s suite cannot be built on it."""
     import docker
 
-    from streams.evaluation.recipes.node_versions import DEBIAN_NODE
+    from streams.evaluation.recipes.languages.javascript.versions import DEBIAN_NODE
 
     client = docker.from_env(timeout=1800)
     try:
@@ -638,7 +638,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def main_node(force: bool = False) -> int:
     """Build every Node image (``--node``); 1 when one fails."""
-    from streams.evaluation.recipes.node_versions import DEBIAN_NODE
+    from streams.evaluation.recipes.languages.javascript.versions import DEBIAN_NODE
 
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -42,16 +42,7 @@ from schemas.workspace import TaskWorkspace
 from streams.clients.git import RepoCache
 from streams.core import metrics
 from streams.core.settings import DockerSettings, ValidateSettings
-from streams.evaluation.environments import (
-    JS_LANGUAGES,
-    BuiltImage,
-    EnvironmentBuilder,
-    ImageBuildError,
-    InstallRecipe,
-    RecipeOrigin,
-    TreeFiles,
-    node_of_sources,
-)
+from streams.evaluation.environments import BuiltImage, EnvironmentBuilder, ImageBuildError
 from streams.evaluation.grading import Evaluation, Run, Verdict, judge, recipe_problem
 from streams.evaluation.images import base_image_exists
 from streams.evaluation.log_parsers import (
@@ -73,13 +64,20 @@ from streams.evaluation.recipes.infer import (
     language_of,
     runnable,
 )
-from streams.evaluation.recipes.js_recipe import tests_of_helpers
+from streams.evaluation.recipes.languages.javascript.recipe import tests_of_helpers
 from streams.evaluation.recipes.memory import (
     RecipeTable,
     as_override,
     dependency_fingerprint,
     layered,
     trusted,
+)
+from streams.evaluation.recipes.model import (
+    JS_LANGUAGES,
+    InstallRecipe,
+    RecipeOrigin,
+    TreeFiles,
+    node_of_sources,
 )
 from streams.evaluation.recipes.overrides import (
     WRONG_INTERPRETER,

@@ -33,9 +33,9 @@ from streams.core.settings import (
     TestgenSettings,
     ValidateSettings,
 )
-from streams.evaluation.environments import InstallRecipe
 from streams.evaluation.log_parsers import RUNNER_COMMANDS
 from streams.evaluation.recipes.memory import RecipeTable
+from streams.evaluation.recipes.model import InstallRecipe
 from streams.evaluation.sandbox import Limits
 from streams.evaluation.validator import Proof, Validator
 from streams.pipeline.recipe_memory import RecipeBook

@@ -42,7 +42,7 @@ from streams.core.settings import (
     TestgenSettings,
     ValidateSettings,
 )
-from streams.evaluation.environments import TreeFiles
+from streams.evaluation.recipes.model import TreeFiles
 from streams.evaluation.sandbox import Limits
 from streams.evaluation.validator import Proof, Validator
 from streams.kafka.topics import LEDGER, PATCHES, VALIDATED

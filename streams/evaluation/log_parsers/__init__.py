@@ -32,21 +32,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from schemas.tasks import TestStatus
-from streams.evaluation.log_parsers import (
+from streams.evaluation.log_parsers.combine import merge_statuses
+from streams.evaluation.recipes.languages.javascript.runners import (
     ava,
     jest,
     js,
-    junit,
     mocha,
     node,
-    pytest,
     tap,
-    unittest,
     uvu,
     vitest,
 )
-from streams.evaluation.log_parsers.combine import merge_statuses
-from streams.evaluation.log_parsers.js import with_files
+from streams.evaluation.recipes.languages.javascript.runners.js import with_files
+from streams.evaluation.recipes.languages.python.runners import junit, pytest, unittest
 
 __all__ = [
     "LOG_PARSERS",

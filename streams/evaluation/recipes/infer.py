@@ -20,14 +20,14 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from streams.evaluation.environments import InstallRecipe, TreeFiles
 from streams.evaluation.log_parsers import LOG_PARSERS
-from streams.evaluation.recipes.js_project import JsFacts
-from streams.evaluation.recipes.js_recipe import infer_js_recipes, is_js_tree
+from streams.evaluation.recipes.languages.javascript.package import JsFacts
+from streams.evaluation.recipes.languages.javascript.recipe import infer_js_recipes, is_js_tree
+from streams.evaluation.recipes.languages.python.project import ProjectFacts, read_project
+from streams.evaluation.recipes.languages.python.recipe import RecipeContext, python_recipe
+from streams.evaluation.recipes.languages.python.versions import python_order
+from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 from streams.evaluation.recipes.overrides import RepositoryOverride, apply_override
-from streams.evaluation.recipes.python_project import ProjectFacts, read_project
-from streams.evaluation.recipes.python_recipe import RecipeContext, python_recipe
-from streams.evaluation.recipes.python_versions import python_order
 
 log = logging.getLogger("swe_stream.recipes")
 

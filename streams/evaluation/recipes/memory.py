@@ -26,10 +26,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from schemas import RememberedRecipe
-from streams.evaluation.environments import InstallRecipe, TreeFiles
-from streams.evaluation.recipes.js_project import MAX_LOCKFILE_BYTES
+from streams.evaluation.recipes.languages.javascript.package import MAX_LOCKFILE_BYTES
+from streams.evaluation.recipes.languages.python.project import is_requirements_name
+from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 from streams.evaluation.recipes.overrides import RepositoryOverride
-from streams.evaluation.recipes.python_project import is_requirements_name
 
 # files whose content decides how a Python project installs (a change to one of them may
 # need another recipe); test and source files do not

@@ -40,8 +40,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from streams.core.settings import safe_load_yaml
-from streams.evaluation.environments import JS_LANGUAGES, InstallRecipe, RecipeOrigin
 from streams.evaluation.log_parsers import LOG_PARSERS
+from streams.evaluation.recipes.model import JS_LANGUAGES, InstallRecipe, RecipeOrigin
 
 
 class RepositoryOverride(BaseModel):

@@ -19,13 +19,8 @@ import pytest
 
 from streams.core import progress
 from streams.core.progress import PROGRESS
-from streams.evaluation.environments import (
-    EnvironmentBuilder,
-    InstallRecipe,
-    TreeFiles,
-    _build_lock,
-    process_tag,
-)
+from streams.evaluation.environments import EnvironmentBuilder, _build_lock, process_tag
+from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 from streams.evaluation.sandbox import (
     BUILDER_LABEL,
     Sandbox,

@@ -10,7 +10,6 @@ import pytest
 
 from schemas.harness import CommandResult, TestRun
 from schemas.workspace import TaskWorkspace
-from streams.evaluation.environments import InstallRecipe
 from streams.evaluation.grading import Run
 from streams.evaluation.harness import (
     AgentRun,
@@ -21,6 +20,7 @@ from streams.evaluation.harness import (
     status_of,
     task_checks,
 )
+from streams.evaluation.recipes.model import InstallRecipe
 from streams.evaluation.sandbox import KILLED
 
 TIMEOUT = 600.0

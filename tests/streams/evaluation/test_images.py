@@ -390,7 +390,10 @@ def test_node_dockerfile_stands_on_the_suite_base_image() -> None:
 @pytest.mark.unit
 def test_node_images_setting_names_each_suite_major() -> None:
     from streams.core.settings import DockerSettings
-    from streams.evaluation.recipes.node_versions import DEBIAN_NODE, node_images_by_suite
+    from streams.evaluation.recipes.languages.javascript.versions import (
+        DEBIAN_NODE,
+        node_images_by_suite,
+    )
 
     tags = DockerSettings().node_images
     assert node_images_by_suite(tags.values()) == tags

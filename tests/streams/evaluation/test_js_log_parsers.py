@@ -23,10 +23,10 @@ from streams.evaluation.log_parsers import (
     merge_statuses,
     parse_report,
 )
-from streams.evaluation.log_parsers import jest as jest_parser
-from streams.evaluation.log_parsers import mocha as mocha_parser
-from streams.evaluation.log_parsers import node as node_parser
-from streams.evaluation.log_parsers import tap as tap_parser
+from streams.evaluation.recipes.languages.javascript.runners import jest as jest_parser
+from streams.evaluation.recipes.languages.javascript.runners import mocha as mocha_parser
+from streams.evaluation.recipes.languages.javascript.runners import node as node_parser
+from streams.evaluation.recipes.languages.javascript.runners import tap as tap_parser
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "js_runners"
 

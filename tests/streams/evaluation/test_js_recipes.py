@@ -16,18 +16,18 @@ from typing import Any
 
 import pytest
 
-from streams.evaluation.environments import InstallRecipe, TreeFiles
-from streams.evaluation.log_parsers.node import NODE_REPORTER
-from streams.evaluation.recipes.js_project import read_js_project
-from streams.evaluation.recipes.js_recipe import infer_js_recipes
-from streams.evaluation.recipes.js_scripts import plan_script, split_commands
-from streams.evaluation.recipes.node_versions import (
+from streams.evaluation.recipes.languages.javascript.package import read_js_project
+from streams.evaluation.recipes.languages.javascript.recipe import infer_js_recipes
+from streams.evaluation.recipes.languages.javascript.runners.node import NODE_REPORTER
+from streams.evaluation.recipes.languages.javascript.scripts import plan_script, split_commands
+from streams.evaluation.recipes.languages.javascript.versions import (
     DEBIAN_NODE,
     allowed_by,
     node_images_by_suite,
     node_major,
     node_order,
 )
+from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 
 pytestmark = pytest.mark.unit
 
@@ -610,7 +610,7 @@ def test_a_dev_dependency_from_a_git_host_that_no_test_imports_is_left_out() -> 
 def test_a_touched_test_helper_runs_through_the_tests_that_import_it() -> None:
     """path-to-regexp#390: the PR changes ``src/cases.spec.ts`` (a table of cases, no test;
     vitest: "No test suite found") which ``src/index.spec.ts`` imports."""
-    from streams.evaluation.recipes.js_recipe import tests_of_helpers
+    from streams.evaluation.recipes.languages.javascript.recipe import tests_of_helpers
 
     files = {
         "src/cases.spec.ts": "export const PARSER_TESTS = [{ path: '/' }];\n",

@@ -13,12 +13,12 @@ import pytest
 
 from schemas.tasks import TestStatus
 from streams.evaluation.log_parsers import REPORT_PARSERS, merge_statuses, parse_report
-from streams.evaluation.log_parsers.junit import (
+from streams.evaluation.recipes.languages.python.runners.junit import (
     dotted_path_and_classes,
     junit_node_id,
     parse_junit_xml,
 )
-from streams.evaluation.log_parsers.pytest import parse_pytest_output
+from streams.evaluation.recipes.languages.python.runners.pytest import parse_pytest_output
 from streams.evaluation.validator import REPORT_MARKER, read_report, split_report
 from tests.streams.evaluation.test_log_parsers import (
     PLUGIN_SUBTESTS,

@@ -19,7 +19,7 @@ from streams.evaluation.recipes.infer import (
     infer_recipes,
     language_of,
 )
-from streams.evaluation.recipes.js_recipe import RUNNER_OPTIONS
+from streams.evaluation.recipes.languages.javascript.recipe import RUNNER_OPTIONS
 from streams.evaluation.validator import (
     PATCH_DIR,
     UNSUPPORTED,

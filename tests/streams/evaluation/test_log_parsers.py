@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from streams.evaluation.log_parsers import LOG_PARSERS, LogParser, log_parser
-from streams.evaluation.log_parsers import pytest as pytest_parser
-from streams.evaluation.log_parsers import unittest as unittest_parser
+from streams.evaluation.recipes.languages.python.runners import pytest as pytest_parser
+from streams.evaluation.recipes.languages.python.runners import unittest as unittest_parser
 
 # `pytest -v -rA tests/test_ops.py` on a file with one test of each outcome (header trimmed)
 EVERY_OUTCOME = """\

@@ -15,9 +15,8 @@ from pydantic import ValidationError
 
 from schemas import RememberedRecipe
 from streams.cli.recipes import summary
-from streams.evaluation.environments import InstallRecipe, RecipeOrigin
 from streams.evaluation.recipes.infer import NO_NODE, infer_recipes
-from streams.evaluation.recipes.js_recipe import UVU_PASS_LINES, infer_js_recipes
+from streams.evaluation.recipes.languages.javascript.recipe import UVU_PASS_LINES, infer_js_recipes
 from streams.evaluation.recipes.memory import (
     as_override,
     dependency_fingerprint,
@@ -25,6 +24,7 @@ from streams.evaluation.recipes.memory import (
     layered,
     remembered_entry,
 )
+from streams.evaluation.recipes.model import InstallRecipe, RecipeOrigin
 from streams.evaluation.recipes.overrides import (
     WRONG_INTERPRETER,
     RepositoryOverride,

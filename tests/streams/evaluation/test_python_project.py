@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streams.evaluation.recipes import python_project
-from streams.evaluation.recipes.python_project import (
+from streams.evaluation.recipes.languages.python import project as python_project
+from streams.evaluation.recipes.languages.python.project import (
     MAX_FILE_BYTES,
     ProjectFacts,
     classify_command,

@@ -13,7 +13,6 @@ from agents.setup_agent import SubmitRecipeArgs, _Session, documents, unavailabl
 from schemas import RememberedRecipe
 from streams.clients.llm import LLMClient
 from streams.core.settings import LLMSettings, SetupAgentSettings
-from streams.evaluation.environments import InstallRecipe, RecipeOrigin
 from streams.evaluation.grading import recipe_problem
 from streams.evaluation.recipes.memory import (
     RecipeTable,
@@ -23,6 +22,7 @@ from streams.evaluation.recipes.memory import (
     remembered_entry,
     trusted,
 )
+from streams.evaluation.recipes.model import InstallRecipe, RecipeOrigin
 from streams.evaluation.recipes.overrides import RepositoryOverride, apply_override
 from streams.evaluation.validator import task_recipe_change
 from streams.offline.scripted_agent import AgentScript

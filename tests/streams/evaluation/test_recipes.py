@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from streams.core.settings import DockerSettings
-from streams.evaluation.environments import TreeFiles
 from streams.evaluation.recipes.infer import infer_recipes, version_of_tag
+from streams.evaluation.recipes.languages.python.pytest_options import plan_pytest_run
+from streams.evaluation.recipes.languages.python.recipe import REQUIREMENTS_FILE
+from streams.evaluation.recipes.languages.python.versions import allowed_by, python_order
+from streams.evaluation.recipes.model import TreeFiles
 from streams.evaluation.recipes.overrides import load_overrides
-from streams.evaluation.recipes.pytest_options import plan_pytest_run
-from streams.evaluation.recipes.python_recipe import REQUIREMENTS_FILE
-from streams.evaluation.recipes.python_versions import allowed_by, python_order
 
 pytestmark = pytest.mark.unit
 
@@ -326,7 +326,7 @@ def test_c_extensions_are_rebuilt_with_the_ci_step_or_setuptools() -> None:
 def test_requirement_files_for_another_python_are_left_out(
     path: str, python: str, skipped: bool
 ) -> None:
-    from streams.evaluation.recipes.python_recipe import _for_another_python
+    from streams.evaluation.recipes.languages.python.recipe import _for_another_python
 
     assert _for_another_python(path, python) is skipped
 
@@ -338,7 +338,7 @@ def test_requirement_files_for_another_python_are_left_out(
      ("pytest", True), ("freezegun==0.1", True)],
 )  # fmt: skip
 def test_a_pytest_pin_too_old_for_the_python_is_not_kept(requirement: str, runs: bool) -> None:
-    from streams.evaluation.recipes.python_recipe import _runs_here
+    from streams.evaluation.recipes.languages.python.recipe import _runs_here
 
     assert _runs_here(requirement, "8.0") is runs
 

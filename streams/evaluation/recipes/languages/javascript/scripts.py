@@ -19,7 +19,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Literal
 
-from streams.evaluation.recipes.js_project import Package, PackageManager
+from streams.evaluation.recipes.languages.javascript.package import Package, PackageManager
 
 Kind = Literal["runner", "check", "build", "other"]
 MAX_DEPTH = 8

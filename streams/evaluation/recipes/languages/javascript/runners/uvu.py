@@ -16,8 +16,8 @@ import json
 import re
 
 from schemas.tasks import TestStatus
-from streams.evaluation.log_parsers.js import record, test_id
-from streams.evaluation.log_parsers.pytest import strip_ansi
+from streams.evaluation.log_parsers.text import strip_ansi
+from streams.evaluation.recipes.languages.javascript.runners.js import record, test_id
 
 PASS_MARK = "[swe-stream-uvu] pass"
 _FILE = re.compile(r"^(?P<file>\S+\.[cm]?[jt]sx?)\s*$")

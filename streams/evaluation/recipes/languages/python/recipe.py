@@ -29,13 +29,14 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from streams.evaluation.environments import ENV_DIR, VENV, InstallRecipe
-from streams.evaluation.recipes.pytest_options import plan_pytest_run
-from streams.evaluation.recipes.python_project import (
+from streams.evaluation.environments import ENV_DIR, VENV
+from streams.evaluation.recipes.languages.python.project import (
     FileReader,
     ProjectFacts,
     requirement_name,
 )
+from streams.evaluation.recipes.languages.python.pytest_options import plan_pytest_run
+from streams.evaluation.recipes.model import InstallRecipe
 
 REQUIREMENTS_FILE = "swe-stream-requirements.txt"  # the requirement strings we gathered
 MINIMAL_FILE = "swe-stream-minimal.txt"  # pytest, plugins and runtime dependencies only

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import yaml
 
-from streams.evaluation.recipes.python_project import FileReader
+from streams.evaluation.recipes.languages.python.project import FileReader
 
 MAX_FILE_BYTES = 1 << 20
 MAX_LOCKFILE_BYTES = 64 << 20  # lockfiles of big repositories pass 1 MiB

@@ -1,7 +1,7 @@
 """jest: its JSON report (``--json --outputFile=PATH``, kind ``jest-json``; vitest writes the
 same shape, ``vitest-json``) and its console output (``--verbose``) -> per-test statuses.
 
-Ids: ``<file> > <describe blocks> > <title>`` (``streams.evaluation.log_parsers.js``). In the
+Ids: ``<file> > <describe blocks> > <title>`` (``runners.js``). In the
 report each file is ``testResults[].name`` (absolute), each test an ``assertionResults[]`` entry
 (``ancestorTitles`` + ``title``); ``passed`` -> passed, ``failed`` -> failed, ``pending``,
 ``skipped``, ``todo``, ``disabled`` -> skipped. A file whose suite failed to run (syntax or
@@ -20,14 +20,14 @@ from __future__ import annotations
 import re
 
 from schemas.tasks import TestStatus
-from streams.evaluation.log_parsers.js import (
+from streams.evaluation.log_parsers.text import strip_ansi
+from streams.evaluation.recipes.languages.javascript.runners.js import (
     REPO_ROOT,
     load_json_object,
     record,
     relative_path,
     test_id,
 )
-from streams.evaluation.log_parsers.pytest import strip_ansi
 
 _JSON_STATUS: dict[str, TestStatus] = {
     "passed": "passed",

@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from schemas.tasks import TestStatus
+from streams.evaluation.log_parsers.text import strip_ansi
 
 _STATUS: dict[str, TestStatus] = {
     "PASSED": "passed",
@@ -47,12 +48,6 @@ _STATUS: dict[str, TestStatus] = {
 }
 
 _WORD = r"(?P<status>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)"
-
-# CSI (colours, cursor), OSC (pytest 9's terminal progress, ``ESC ] 9;4;... ESC \``), charset
-# selection and the other two-byte escapes
-_ANSI = re.compile(
-    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)|[()][0-9A-Za-z]|[@-Z\\-_])"
-)
 
 # a node id's file path, up to its first "::": no space, not opening with a bracket or a
 # parenthesis (a subtest's description does), and holding a "." or a "/" (so that a C++ or
@@ -94,11 +89,6 @@ _SUBTEST = re.compile(r"(?<!\S)SUB(?P<outcome>PASS|FAIL|SKIP|XFAIL)(?:ED)?(?=[\s
 _PATH_START = re.compile(r"(?<!\S)" + _PATH)
 
 _SPACE = re.compile(r"\s")
-
-
-def strip_ansi(text: str) -> str:
-    """``text`` without its ANSI escape sequences (colours, cursor moves, OSC sequences)."""
-    return _ANSI.sub("", text)
 
 
 def _lines(output: str) -> Iterator[str]:

@@ -31,8 +31,8 @@ import re
 from dataclasses import dataclass, field
 
 from schemas.tasks import TestStatus
-from streams.evaluation.log_parsers.junit import dotted_path_and_classes
-from streams.evaluation.log_parsers.pytest import strip_ansi
+from streams.evaluation.log_parsers.text import strip_ansi
+from streams.evaluation.recipes.languages.python.runners.junit import dotted_path_and_classes
 
 _OUTCOME = r"(?:ok|FAIL|ERROR|skipped (?:'.*'|\".*\")|expected failure|unexpected success)"
 

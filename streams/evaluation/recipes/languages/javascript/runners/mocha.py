@@ -22,14 +22,14 @@ import json
 import re
 
 from schemas.tasks import TestStatus
-from streams.evaluation.log_parsers.js import (
+from streams.evaluation.log_parsers.text import strip_ansi
+from streams.evaluation.recipes.languages.javascript.runners.js import (
     REPO_ROOT,
     load_json_object,
     record,
     relative_path,
     test_id,
 )
-from streams.evaluation.log_parsers.pytest import strip_ansi
 
 _HOOK = re.compile(r'^"(?:before|after) (?:all|each)" hook')
 _PASSED = re.compile(r"^(?P<indent>\s*)[✔✓]\s+(?P<title>.*?)(?:\s+\(\d+m?s\))?\s*$")

@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 
 from schemas.tasks import TestStatus
-from streams.evaluation.log_parsers import tap
-from streams.evaluation.log_parsers.js import SEPARATOR, record
-from streams.evaluation.log_parsers.pytest import strip_ansi
+from streams.evaluation.log_parsers.text import strip_ansi
+from streams.evaluation.recipes.languages.javascript.runners import tap
+from streams.evaluation.recipes.languages.javascript.runners.js import SEPARATOR, record
 
 AVA_SEPARATOR = " \u203a "
 

@@ -26,8 +26,13 @@ import json
 from dataclasses import dataclass, field
 
 from schemas.tasks import TestStatus
-from streams.evaluation.log_parsers import tap
-from streams.evaluation.log_parsers.js import REPO_ROOT, record, relative_path, test_id
+from streams.evaluation.recipes.languages.javascript.runners import tap
+from streams.evaluation.recipes.languages.javascript.runners.js import (
+    REPO_ROOT,
+    record,
+    relative_path,
+    test_id,
+)
 
 _REPORTER_SOURCE = (
     "export default async function*(s){const k={};for await(const e of s){const d=e.data;"

@@ -5,7 +5,7 @@ output of node-tap (runner ``tap``, report kind ``tap``), and read by the parser
 A result line ``ok N - name [# SKIP|TODO ...]`` / ``not ok N - name`` sits at its subtest's
 indentation (four spaces a level); ``# Subtest: name`` announces a subtest before its lines;
 the YAML block after a result (``---`` ... ``...``) is skipped. A test's id is the names of
-the subtests it is in, then its own, joined by `` > `` (``streams.evaluation.log_parsers.js``):
+the subtests it is in, then its own, joined by `` > `` (``runners.js``):
 node-tap's top level subtests are the test files, so its ids are ``<file> > <names>``.
 
 Only leaves are tests: a result whose subtest held other tests is a suite, left out --
@@ -26,8 +26,8 @@ import re
 from dataclasses import dataclass, field
 
 from schemas.tasks import TestStatus
-from streams.evaluation.log_parsers.js import SEPARATOR, record
-from streams.evaluation.log_parsers.pytest import strip_ansi
+from streams.evaluation.log_parsers.text import strip_ansi
+from streams.evaluation.recipes.languages.javascript.runners.js import SEPARATOR, record
 
 _RESULT = re.compile(
     r"^(?P<indent>\s*)(?P<ok>not ok|ok)\b(?:\s+\d+)?(?:\s*-)?\s*(?P<name>.*?)"

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 
 from schemas.tasks import TestStatus
-from streams.evaluation.log_parsers.js import SEPARATOR, record
-from streams.evaluation.log_parsers.pytest import strip_ansi
+from streams.evaluation.log_parsers.text import strip_ansi
+from streams.evaluation.recipes.languages.javascript.runners.js import SEPARATOR, record
 
 _LINE = re.compile(r"^\s*(?P<mark>[✓\u00d7↓□✗√])\s+(?P<test>.+?)\s*$")
 _FAIL = re.compile(r"^\s*FAIL\s+(?P<test>.+?)\s*$")

@@ -1,0 +1,1 @@
+"""JavaScript / TypeScript: package.json, lockfiles, scripts, Node majors, its runners."""

@@ -1,0 +1,1 @@
+"""Python: the readers of its project files, its recipes, its runners."""

@@ -1,0 +1,1 @@
+"""This language's test runners: a log parser (and report reader) each."""
