@@ -4,26 +4,28 @@ An agent setting up a repository's environment runs its commands in a ``Sandbox`
 network (``network_mode="none"``: loopback only, no route to the host or anywhere). What it
 may reach goes through one door, owned here:
 
-* a **proxy container** (any image with ``python3``) on the ``bridge`` network runs
-  ``PROXY_SCRIPT``: an asyncio HTTP proxy (stdlib only) serving ``CONNECT host:port`` (HTTPS)
-  and absolute-URI requests (``GET http://host/...``: apt speaks plain HTTP). It forwards only
-  to an allowed host name (exact, or ``*.suffix``), on port 80 or 443, when *every* address
-  the name resolves to is public: loopback, private, link-local, shared, multicast and
-  reserved addresses are refused, and so are the host's own addresses and the networks it
-  sits on (read from ``/proc/net`` here and from the engine's networks), so a DNS answer
-  pointing back at the host is refused too. It connects to the address it checked, never
-  resolving twice. A refusal is a ``403`` whose reason phrase and body say why, and a line
-  of the proxy's log (``RegistryEgress.refused``). The RFC 5737 documentation ranges are the
-  one exception to "public": unroutable on the Internet, they are what sandboxed machines
-  (this project's CI among them) reach their registry mirrors through, and the host's own
-  networks are refused before they are considered;
+* a **proxy container** (any image with ``python3``, 3.7 or later) on the ``bridge`` network
+  runs ``egress_programs/proxy.py`` (copied in; its one argument, a JSON object, says the
+  socket, the log, the allowed hosts and ports and the host's networks): an asyncio HTTP
+  proxy (stdlib only) serving ``CONNECT host:port`` (HTTPS) and absolute-URI requests
+  (``GET http://host/...``: apt speaks plain HTTP). It forwards only to an allowed host name
+  (exact, or ``*.suffix``), on port 80 or 443, when *every* address the name resolves to is
+  public: loopback, private, link-local, shared, multicast and reserved addresses are
+  refused, and so are the host's own addresses and the networks it sits on (read from
+  ``/proc/net`` here and from the engine's networks), so a DNS answer pointing back at the
+  host is refused too. It connects to the address it checked, never resolving twice. A
+  refusal is a ``403`` whose reason phrase and body say why, and a line of the proxy's log
+  (``RegistryEgress.refused``). The RFC 5737 documentation ranges are the one exception to
+  "public": unroutable on the Internet, they are what sandboxed machines (this project's CI
+  among them) reach their registry mirrors through, and the host's own networks are refused
+  before they are considered;
 * the proxy listens on a **Unix socket** in a Docker named volume (a 1 MiB tmpfs: nothing on
   the host's disk, nothing to fill) mounted in both containers: the sandbox reaches the proxy
   without any network interface;
-* in the sandbox, ``FORWARDER_SCRIPT`` (python3, stdlib) listens on ``127.0.0.1:3128`` and
-  pipes each connection to that socket; the sandbox's environment (``sandbox_options``) points
-  ``http_proxy``/``https_proxy`` (and the upper-case and npm spellings) at it, which pip, uv,
-  apt-get, curl, git and npm honour.
+* in the sandbox, ``egress_programs/forwarder.py`` (python3, stdlib) listens on
+  ``127.0.0.1:3128`` and pipes each connection to that socket; the sandbox's environment
+  (``sandbox_options``) points ``http_proxy``/``https_proxy`` (and the upper-case and npm
+  spellings) at it, which pip, uv, apt-get, curl, git and npm honour.
 
 The proxy container has no host mount, no environment of the host (only what its image sets),
 no capabilities, 256 MiB, 64 pids and no Docker log; it and the volume carry the sandbox
@@ -43,6 +45,7 @@ import secrets
 import tarfile
 import time
 from collections.abc import Sequence
+from importlib.resources import files
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -66,388 +69,10 @@ class EgressError(RuntimeError):
     """The proxy or the sandbox's forwarder could not be started."""
 
 
-# The proxy, run by the image's python3 (3.7 or later) in the proxy container. Its one
-# argument is a JSON object: socket, log, hosts (allowlist), ports, host_networks.
-PROXY_SCRIPT = r'''
-"""swe-stream's registry egress proxy (streams/evaluation/egress.py)."""
-import asyncio
-import ipaddress
-import json
-import os
-import re
-import socket
-import sys
-import time
-import traceback
-
-HEAD_LIMIT = 64 * 1024
-HEAD_SECONDS = 60
-CONNECT_SECONDS = 15
-IDLE_SECONDS = 300
-MAX_CONNECTIONS = 256
-LOG_LINES = 2000
-HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authorization",
-              "proxy-authenticate", "te", "trailer", "upgrade"}
-HOST_RE = re.compile(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?|[0-9a-f:.]+")
-NAT64 = ipaddress.ip_network("64:ff9b::/96")
-GLOBAL_V6 = ipaddress.ip_network("2000::/3")
-# never reachable, whatever the allowlist says (the RFC 5737 documentation ranges are not
-# here: sandboxed machines reach their registry mirrors through them)
-REFUSED = [ipaddress.ip_network(n) for n in (
-    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-    "172.16.0.0/12", "192.0.0.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
-    "224.0.0.0/4", "240.0.0.0/4",
-    "2001::/23", "2002::/16", "64:ff9b:1::/48", "fc00::/7", "fe80::/10", "ff00::/8",
-)]
-
-CONFIG = {}
-HOST_NETWORKS = []
-LOGGED = [0]
-
-
-def log(line):
-    if LOGGED[0] > LOG_LINES:
-        return
-    LOGGED[0] += 1
-    if LOGGED[0] > LOG_LINES:
-        line = "(no more lines logged)"
-    with open(CONFIG["log"], "a", encoding="utf-8") as out:
-        out.write(line.replace("\n", " ") + "\n")
-
-
-def refusal(address, host_networks):
-    """Why ``address`` may not be connected to, or None."""
-    ip = ipaddress.ip_address(address.split("%")[0])
-    if ip.version == 6 and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    elif ip.version == 6 and ip in NAT64:
-        ip = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    for network in host_networks:
-        if ip.version == network.version and ip in network:
-            return "%s is on a network of the host (%s)" % (ip, network)
-    if (ip.version == 6 and ip not in GLOBAL_V6) or any(
-        ip.version == n.version and ip in n for n in REFUSED
-    ):
-        return "%s is not a public address" % ip
-    return None
-
-
-def allowed(host, patterns):
-    for pattern in patterns:
-        if pattern.startswith("*."):
-            if host.endswith(pattern[1:]) and len(host) > len(pattern) - 1:
-                return True
-        elif host == pattern:
-            return True
-    return False
-
-
-def split_authority(authority, default_port):
-    """(host, port) of ``host[:port]`` or ``[v6][:port]``; ValueError if malformed."""
-    if authority.startswith("["):
-        end = authority.index("]")
-        host, rest = authority[1:end], authority[end + 1:]
-        if rest and not rest.startswith(":"):
-            raise ValueError(authority)
-        port = rest[1:]
-    else:
-        host, _, port = authority.partition(":")
-    if port:
-        if not port.isdigit():
-            raise ValueError(authority)
-        port = int(port)
-    elif default_port is None:
-        raise ValueError(authority)
-    else:
-        port = default_port
-    host = host.lower().rstrip(".")
-    if not HOST_RE.fullmatch(host):
-        raise ValueError(authority)
-    return host, port
-
-
-async def vet(host, port):
-    """(refusal, None) or (None, the checked addresses to connect to)."""
-    if not allowed(host, CONFIG["hosts"]):
-        return "%s is not an allowed host" % host, None
-    if port not in CONFIG["ports"]:
-        ports = " and ".join(str(p) for p in CONFIG["ports"])
-        return "port %d is not allowed (only %s)" % (port, ports), None
-    loop = asyncio.get_running_loop()
-    try:
-        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as error:
-        return None, error
-    addresses = []
-    for info in infos:
-        address = info[4][0]
-        reason = refusal(address, HOST_NETWORKS)
-        if reason:
-            return "%s resolves to %s" % (host, reason), None
-        if address not in addresses:
-            addresses.append(address)
-    return None, addresses
-
-
-async def reply(writer, status, phrase, text):
-    body = (text + "\n").encode("utf-8", "replace")
-    phrase = re.sub(r"[^ -~]", "?", phrase)[:300]
-    head = "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n" % (status, phrase)
-    head += "Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
-    writer.write(head.encode("latin-1") + body)
-    try:
-        await writer.drain()
-    except OSError:
-        pass
-
-
-async def connect(addresses, port):
-    error = None
-    for address in addresses:
-        try:
-            return await asyncio.wait_for(
-                asyncio.open_connection(address, port, limit=HEAD_LIMIT), CONNECT_SECONDS
-            )
-        except (OSError, asyncio.TimeoutError) as failed:
-            error = failed
-    raise OSError("could not connect: %s" % (error or "no address"))
-
-
-async def pipe(reader, writer, activity):
-    """Copy until EOF (then half-close) or until neither direction moved for IDLE_SECONDS."""
-    loop = asyncio.get_running_loop()
-    try:
-        while True:
-            try:
-                data = await asyncio.wait_for(reader.read(65536), 30)
-            except asyncio.TimeoutError:
-                if loop.time() - activity[0] > IDLE_SECONDS:
-                    break
-                continue
-            if not data:
-                break
-            activity[0] = loop.time()
-            writer.write(data)
-            await writer.drain()
-        if writer.can_write_eof():
-            writer.write_eof()
-    except Exception:
-        pass
-
-
-def forwarded_head(method, path, version, header_lines, host, port):
-    """The request head to send upstream: origin-form, hop-by-hop headers dropped."""
-    headers = []
-    drop = set(HOP_BY_HOP)
-    for line in header_lines:
-        name, _, value = line.partition(":")
-        if name.strip().lower() == "connection":
-            drop.update(token.strip().lower() for token in value.split(","))
-    for line in header_lines:
-        name = line.partition(":")[0].strip().lower()
-        if name and name not in drop:
-            headers.append(line)
-    if not any(line.partition(":")[0].strip().lower() == "host" for line in headers):
-        shown = "[%s]" % host if ":" in host else host
-        headers.append("Host: %s" % (shown if port == 80 else "%s:%d" % (shown, port)))
-    headers.append("Connection: close")
-    return ("%s %s %s\r\n%s\r\n\r\n" % (method, path, version, "\r\n".join(headers))).encode(
-        "latin-1"
-    )
-
-
-async def relay_response(upstream, writer):
-    """The response, its head saying ``Connection: close`` (one request per connection)."""
-    try:
-        head = await asyncio.wait_for(upstream.readuntil(b"\r\n\r\n"), IDLE_SECONDS)
-    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError,
-            OSError):
-        return
-    lines = head.decode("latin-1").split("\r\n")[:-2]
-    if not lines[0].split(" ")[1:2] == ["100"]:
-        kept = [l for l in lines[1:] if l.partition(":")[0].strip().lower() not in HOP_BY_HOP]
-        lines = [lines[0]] + kept + ["Connection: close"]
-    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-    await pipe(upstream, writer, [asyncio.get_running_loop().time()])
-
-
-async def handle(reader, writer):
-    upstream_writer = None
-    try:
-        try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_SECONDS)
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError,
-                OSError):
-            return
-        lines = head.decode("latin-1").split("\r\n")[:-2]
-        parts = lines[0].split(" ")
-        if len(parts) != 3 or not parts[2].startswith("HTTP/"):
-            await reply(writer, 400, "Bad Request", "not an HTTP request line")
-            return
-        method, target, version = parts
-        try:
-            if method == "CONNECT":
-                host, port = split_authority(target, None)
-                path = ""
-            elif target[:7].lower() == "http://":
-                rest = target[7:]
-                cut = min([i for i in (rest.find("/"), rest.find("?")) if i >= 0] or [len(rest)])
-                authority, path = rest[:cut], rest[cut:] or "/"
-                if path.startswith("?"):
-                    path = "/" + path
-                if "@" in authority:
-                    raise ValueError(authority)
-                host, port = split_authority(authority, 80)
-            else:
-                raise ValueError(target)
-        except ValueError:
-            reason = "only CONNECT host:port and absolute http:// requests are served"
-            log("refused %s %s: %s" % (method, target[:200], reason))
-            await reply(writer, 400, "Bad Request (swe-stream egress: %s)" % reason, reason)
-            return
-        reason, addresses = await vet(host, port)
-        if reason:
-            log("refused %s %s: %s" % (method, target[:200], reason))
-            await reply(writer, 403, "Forbidden (swe-stream egress: %s)" % reason,
-                        "swe-stream egress refused %s: %s" % (target[:200], reason))
-            return
-        if isinstance(addresses, Exception):
-            text = "%s does not resolve (%s)" % (host, addresses)
-            await reply(writer, 502, "Bad Gateway (swe-stream egress: %s)" % text, text)
-            return
-        body_length = 0
-        if method != "CONNECT":
-            fields = {l.partition(":")[0].strip().lower(): l.partition(":")[2].strip()
-                      for l in lines[1:]}
-            if "transfer-encoding" in fields:
-                text = "request bodies must have a Content-Length"
-                await reply(writer, 411, "Length Required (swe-stream egress)", text)
-                return
-            body_length = int(fields.get("content-length") or 0)
-        try:
-            upstream_reader, upstream_writer = await connect(addresses, port)
-        except OSError as error:
-            text = "%s:%d: %s" % (host, port, error)
-            await reply(writer, 502, "Bad Gateway (swe-stream egress)", text)
-            return
-        if method == "CONNECT":
-            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            activity = [asyncio.get_running_loop().time()]
-            await asyncio.gather(
-                pipe(reader, upstream_writer, activity), pipe(upstream_reader, writer, activity)
-            )
-            return
-        upstream_writer.write(forwarded_head(method, path, version, lines[1:], host, port))
-        while body_length > 0:
-            chunk = await asyncio.wait_for(reader.read(min(body_length, 65536)), IDLE_SECONDS)
-            if not chunk:
-                return
-            upstream_writer.write(chunk)
-            body_length -= len(chunk)
-        await upstream_writer.drain()
-        await relay_response(upstream_reader, writer)
-    except Exception as error:
-        log("error %s: %s" % (type(error).__name__, error))
-    finally:
-        for each in (upstream_writer, writer):
-            if each is not None:
-                each.close()
-
-
-async def serve():
-    slots = asyncio.Semaphore(MAX_CONNECTIONS)
-
-    async def limited(reader, writer):
-        if slots.locked():
-            await reply(writer, 503, "Service Unavailable (swe-stream egress: too many "
-                        "connections)", "too many connections")
-            writer.close()
-            return
-        async with slots:
-            await handle(reader, writer)
-
-    if os.path.exists(CONFIG["socket"]):
-        os.unlink(CONFIG["socket"])
-    server = await asyncio.start_unix_server(limited, path=CONFIG["socket"], limit=HEAD_LIMIT)
-    os.chmod(CONFIG["socket"], 0o666)
-    log("ready")
-    async with server:
-        await server.serve_forever()
-
-
-def main():
-    CONFIG.update(json.loads(sys.argv[1]))
-    HOST_NETWORKS.extend(ipaddress.ip_network(n) for n in CONFIG["host_networks"])
-    try:
-        asyncio.run(serve())
-    except BaseException:
-        log("error " + traceback.format_exc())
-        raise
-
-
-if __name__ == "__main__":
-    main()
-'''
-
-# The forwarder, run by the sandbox's python3: binds 127.0.0.1:PORT, then detaches (so the
-# port accepts connections once the exec returns) and pipes each connection to the socket.
-# Exits 3 if the port is taken (already attached).
-FORWARDER_SCRIPT = r"""
-import asyncio, errno, os, socket, sys
-
-SOCKET, PORT = sys.argv[1], int(sys.argv[2])
-
-
-async def pipe(reader, writer):
-    try:
-        while True:
-            data = await reader.read(65536)
-            if not data:
-                break
-            writer.write(data)
-            await writer.drain()
-        if writer.can_write_eof():
-            writer.write_eof()
-    except Exception:
-        pass
-
-
-async def handle(reader, writer):
-    try:
-        upstream_reader, upstream_writer = await asyncio.open_unix_connection(SOCKET)
-    except OSError:
-        writer.close()
-        return
-    try:
-        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
-    finally:
-        upstream_writer.close()
-        writer.close()
-
-
-async def serve(listener):
-    server = await asyncio.start_server(handle, sock=listener)
-    async with server:
-        await server.serve_forever()
-
-
-listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-try:
-    listener.bind(("127.0.0.1", PORT))
-except OSError as error:
-    if error.errno == errno.EADDRINUSE:
-        sys.exit(3)
-    raise
-listener.listen(128)
-if os.fork():
-    os._exit(0)
-os.setsid()
-null = os.open(os.devnull, os.O_RDWR)
-for fd in (0, 1, 2):
-    os.dup2(null, fd)
-asyncio.run(serve(listener))
-"""
+def program_source(name: str) -> str:
+    """The source of ``egress_programs/<name>`` (``proxy.py``, ``forwarder.py``): what the
+    proxy container and the sandbox run, stdlib only."""
+    return files("streams.evaluation.egress_programs").joinpath(name).read_text(encoding="utf-8")
 
 
 def proxy_environment(url: str = PROXY_URL) -> dict[str, str]:
@@ -587,7 +212,8 @@ class RegistryEgress:
                 volumes={self.volume: {"bind": MOUNT, "mode": "rw"}},
                 log_config={"type": "none"},
             )
-            if not self.container.put_archive("/", tar_files({_SCRIPT_PATH: PROXY_SCRIPT})):
+            script = {_SCRIPT_PATH: program_source("proxy.py")}
+            if not self.container.put_archive("/", tar_files(script)):
                 raise EgressError("could not copy the proxy's script into its container")
             self.container.start()
             self._wait_ready()
@@ -632,7 +258,8 @@ class RegistryEgress:
         if sandbox.container is None:
             raise EgressError("attach the egress to an entered sandbox")
         code, output = sandbox.container.exec_run(
-            ["python3", "-I", "-c", FORWARDER_SCRIPT, SOCKET, str(PROXY_PORT)], workdir="/"
+            ["python3", "-I", "-c", program_source("forwarder.py"), SOCKET, str(PROXY_PORT)],
+            workdir="/",
         )
         if code == 3:
             log.debug("the sandbox's port %d is taken: the forwarder runs", PROXY_PORT)

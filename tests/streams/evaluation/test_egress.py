@@ -1,22 +1,27 @@
 """The registry egress: a sandbox without network reaches the allowed registries through the
-proxy container, and nothing of the host (its services, its environment, its files)."""
+proxy container, and nothing of the host (its services, its environment, its files); the
+programs run in the containers (``egress_programs``) are the stdlib-only modules tested here."""
 
 from __future__ import annotations
 
+import ast
 import http.server
 import ipaddress
 import json
 import socket
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from streams.evaluation.egress import MOUNT, PROXY_SCRIPT, RegistryEgress
+from streams.evaluation.egress import MOUNT, RegistryEgress, program_source
+from streams.evaluation.egress_programs import forwarder, proxy
 from streams.evaluation.sandbox import OWNER_LABEL, Limits, Sandbox, remove_orphans
 
-pytestmark = pytest.mark.docker
+PROGRAMS = {"proxy.py": proxy, "forwarder.py": forwarder}
 
 # Run in the sandbox: each argument is MODE:TARGET, the answer one JSON object per argument.
 # direct: urllib without a proxy; env: urllib as the environment says (the proxy);
@@ -111,6 +116,7 @@ def host_address() -> str:
         return str(udp.getsockname()[0])
 
 
+@pytest.mark.docker
 def test_no_service_of_the_host_is_reachable_even_when_allowed(
     docker_client: Any, base_image: str, host_server: tuple[int, list[str]]
 ) -> None:
@@ -157,6 +163,7 @@ def test_no_service_of_the_host_is_reachable_even_when_allowed(
     assert reached == b"" and hits == ["/c"]
 
 
+@pytest.mark.docker
 def test_a_host_not_allowed_is_refused_with_its_reason(
     attached: tuple[RegistryEgress, Sandbox],
 ) -> None:
@@ -185,6 +192,7 @@ def test_a_host_not_allowed_is_refused_with_its_reason(
     ]
 
 
+@pytest.mark.docker
 @pytest.mark.parametrize("writable_mb", [None, 64], ids=["writable", "read-only"])
 def test_the_registries_are_reachable(
     docker_client: Any, base_image: str, writable_mb: int | None
@@ -208,6 +216,7 @@ def test_the_registries_are_reachable(
             assert egress.refused() == []
 
 
+@pytest.mark.docker
 def test_nothing_of_the_host_is_in_either_container(
     docker_client: Any,
     base_image: str,
@@ -243,6 +252,7 @@ def test_nothing_of_the_host_is_in_either_container(
         assert host_config["CapDrop"] == ["ALL"]
 
 
+@pytest.mark.docker
 def test_the_proxy_and_its_volume_are_gone_after_the_block(
     docker_client: Any, base_image: str
 ) -> None:
@@ -260,6 +270,7 @@ def test_the_proxy_and_its_volume_are_gone_after_the_block(
         docker_client.volumes.get(volume)
 
 
+@pytest.mark.docker
 def test_a_dead_process_volumes_are_removed_with_its_containers(docker_client: Any) -> None:
     import docker.errors
 
@@ -276,10 +287,9 @@ def test_a_dead_process_volumes_are_removed_with_its_containers(docker_client: A
         docker_client.api.remove_volume(kept, force=True)
 
 
+@pytest.mark.unit
 def test_which_addresses_and_names_the_proxy_allows() -> None:
-    proxy: dict[str, Any] = {"__name__": "proxy"}
-    exec(compile(PROXY_SCRIPT, "proxy.py", "exec"), proxy)
-    refusal, allowed = proxy["refusal"], proxy["allowed"]
+    refusal, allowed = proxy.refusal, proxy.allowed
     host = [ipaddress.ip_network("192.0.2.0/24"), ipaddress.ip_network("172.17.0.0/16")]
     for address in (
         "127.0.0.1", "10.1.2.3", "172.17.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1",
@@ -293,3 +303,66 @@ def test_which_addresses_and_names_the_proxy_allows() -> None:
     assert allowed("pypi.org", patterns) and allowed("files.pythonhosted.org", patterns)
     for name in ("pythonhosted.org", "evilpythonhosted.org", "pypi.org.evil.example", "pypi.or"):
         assert not allowed(name, patterns), name
+
+
+def outside_the_stdlib(source: str) -> list[str]:
+    """What ``source`` imports from outside the standard library: modules not in
+    ``sys.stdlib_module_names``, relative imports (a program shipped alone has no package
+    around it) and imports by name at run time (``__import__``, ``import_module``)."""
+
+    def outside(name: str) -> bool:
+        return name.split(".")[0] not in sys.stdlib_module_names
+
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names if outside(alias.name))
+        elif isinstance(node, ast.ImportFrom):
+            name = "." * node.level + (node.module or "")
+            if outside(name):
+                found.append(name)
+        elif isinstance(node, ast.Call) and (
+            (isinstance(node.func, ast.Name) and node.func.id == "__import__")
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+        ):
+            found.append(f"{ast.unparse(node.func)}(...)")  # a module named at run time
+    return found
+
+
+@pytest.mark.unit
+def test_the_check_of_imports_can_fail() -> None:
+    source = (
+        "import os, yaml\n"
+        "from json import loads\n"
+        "from streams.core import settings\n"
+        "from . import forwarder\n"
+        "from .proxy import refusal\n"
+        "import importlib\n"
+        "importlib.import_module('docker')\n"
+        "__import__('os')\n"
+    )
+    assert outside_the_stdlib(source) == [
+        "yaml",
+        "streams.core",
+        ".",
+        ".proxy",
+        "importlib.import_module(...)",
+        "__import__(...)",
+    ]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_the_programs_import_only_the_stdlib(name: str) -> None:
+    assert outside_the_stdlib(program_source(name)) == []
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_the_containers_get_the_modules_source(name: str) -> None:
+    module = PROGRAMS[name]
+    assert module.__file__ is not None
+    source = program_source(name)
+    assert source == Path(module.__file__).read_text(encoding="utf-8")
+    tree = ast.parse(source, feature_version=(3, 7))  # any python3 from 3.7 on runs it
+    assert ast.unparse(tree.body[-1]) == "if __name__ == '__main__':\n    main()"
