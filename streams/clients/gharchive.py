@@ -7,13 +7,15 @@ values, and downloads their *compressed* bytes as a stream of chunks. Decompress
 parsing live elsewhere.
 
 Downloads over HTTP retry 5xx / 429 answers, timeouts, connection errors and bodies cut short,
-with exponential backoff and jitter. A retry after some bytes were already handed to the
-consumer resumes with ``Range: bytes=<received>-`` (and ``If-Range``), so the consumer sees one
-seamless byte stream, never a repeated byte. That is only possible when the server supports
-ranges (it advertised ``Accept-Ranges: bytes`` or answered 206): without range support, or when
-a server answers a range request with the full file, bytes already yielded cannot be taken back
-and the download fails with :class:`DownloadError` (``restart required``); the caller restarts
-the hour from scratch. A failure *before* any byte was yielded is always retried from zero.
+with exponential backoff and jitter (``streams.clients.retry``; ``Retry-After``, seconds or an
+HTTP date, is honoured up to ``max_backoff_seconds``). A retry after some bytes were already
+handed to the consumer resumes with ``Range: bytes=<received>-`` (and ``If-Range``), so the
+consumer sees one seamless byte stream, never a repeated byte. That is only possible when the
+server supports ranges (it advertised ``Accept-Ranges: bytes`` or answered 206): without range
+support, or when a server answers a range request with the full file, bytes already yielded
+cannot be taken back and the download fails with :class:`DownloadError` (``restart
+required``); the caller restarts the hour from scratch. A failure *before* any byte was yielded
+is always retried from zero.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import glob
 import logging
 import random
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,6 +37,7 @@ from urllib.request import url2pathname
 import httpx
 
 from schemas.base import GHARCHIVE_HOUR_RE, gharchive_hour, parse_gharchive_hour
+from streams.clients.retry import backoff_delay, retry_after
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -276,9 +279,9 @@ def _redact(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
 
 
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after", "").strip()
-    return float(value) if value.isdigit() else None
+def _hint(response: httpx.Response) -> float | None:
+    """The answer's ``Retry-After`` in seconds (number or HTTP date), None if absent or bad."""
+    return retry_after(response.headers.get("retry-after"))
 
 
 def _content_range_start(response: httpx.Response) -> int | None:
@@ -305,6 +308,8 @@ class GHArchiveClient:
         max_backoff_seconds: float = 30.0,
         chunk_size: int = 1 << 20,
         transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
     ) -> None:
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
@@ -318,6 +323,8 @@ class GHArchiveClient:
         self.chunk_size = chunk_size
         self.stats = GHArchiveStats()
         self._transport = transport
+        self._sleep = sleep  # injectable: tests read the waits instead of sitting through them
+        self._rng = rng or random.Random()
         self._client: httpx.AsyncClient | None = None
         self._open = False
 
@@ -354,12 +361,11 @@ class GHArchiveClient:
     # ---------------------------------------------------------------------------- backoff
 
     def _delay(self, attempt: int, hint: float | None) -> float:
-        """Exponential backoff, half fixed and half random, capped; honours Retry-After."""
-        base = min(self.max_backoff_seconds, self.backoff_seconds * 2 ** (attempt - 1))
-        delay = base / 2 + random.uniform(0, base / 2)
-        if hint is not None:
-            delay = max(delay, min(hint, self.max_backoff_seconds))
-        return delay
+        """Exponential backoff, half fixed and half random, capped; honours Retry-After up to
+        the same cap: a longer wait would stall ingest, and the hour is better restarted."""
+        return backoff_delay(
+            attempt, self.backoff_seconds, self.max_backoff_seconds, self._rng, hint=hint
+        )
 
     async def _before_retry(self, what: str, url: str, attempt: int, exc: Exception) -> None:
         delay = self._delay(attempt, exc.delay if isinstance(exc, _Retryable) else None)
@@ -373,7 +379,7 @@ class GHArchiveClient:
             _describe(exc),
             delay,
         )
-        await asyncio.sleep(delay)
+        await self._sleep(delay)
 
     def _gave_up(self, url: str, attempt: int, exc: Exception) -> DownloadError:
         status = exc.status if isinstance(exc, _Retryable) else None
@@ -428,7 +434,7 @@ class GHArchiveClient:
                     if status == 404:
                         raise HourNotPublished(f"{_redact(url)} is not published (404)")
                     if status in _RETRYABLE_STATUS or status >= 500:
-                        raise _Retryable(f"HTTP {status}", status, _retry_after(response))
+                        raise _Retryable(f"HTTP {status}", status, _hint(response))
                     if received and status != 206:
                         raise DownloadError(
                             f"{_redact(url)}: resuming at byte {received} got HTTP {status}"
@@ -500,7 +506,7 @@ class GHArchiveClient:
                 if 200 <= status < 300:
                     return True
                 if status in _RETRYABLE_STATUS or status >= 500:
-                    raise _Retryable(f"HTTP {status}", status, _retry_after(response))
+                    raise _Retryable(f"HTTP {status}", status, _hint(response))
                 raise DownloadError(
                     f"HEAD {_redact(url)}: HTTP {status} after {attempt} attempt(s)"
                 )

@@ -6,9 +6,11 @@
   or below ``rate_limit_reserve`` rests until its reset, and the request goes to another token
   of the pool (round-robin) or waits for the earliest reset.
 - Limits hit anyway: a 403/429 with ``X-RateLimit-Remaining: 0`` waits for the reset;
-  ``Retry-After`` is obeyed; a secondary rate limit (403/429 with a message) backs off.
+  ``Retry-After`` (seconds or an HTTP date; an unreadable one is ignored) is obeyed, up to
+  ``max_rate_limit_wait_seconds``; a secondary rate limit (403/429 with a message) backs off.
 - 5xx, timeouts, dropped connections and 2xx bodies that are not JSON (cut short) are retried
-  with exponential backoff and jitter; 404/410/422 are final.
+  with exponential backoff and jitter (``streams.clients.retry``; a 5xx's ``Retry-After`` is
+  a lower bound up to ``max_backoff_seconds``); 404/410/422 are final.
 - At most ``concurrency`` requests are in flight.
 
 Tokens never reach logs or metrics: tokens are labelled ``token-<i>`` by their pool index.
@@ -18,7 +20,6 @@ The base URL is a setting, so tests point the client at a local server.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
 import random
 import re
@@ -32,6 +33,7 @@ import httpx
 import orjson
 from pydantic import SecretStr
 
+from streams.clients.retry import backoff_delay, retry_after
 from streams.core import metrics
 from streams.core.errors import GITHUB, DependencyError, ServiceUnavailable
 from streams.core.settings import GitHubSettings
@@ -159,18 +161,6 @@ def _int_header(headers: httpx.Headers, name: str) -> int | None:
         return int(value) if value is not None else None
     except ValueError:
         return None
-
-
-def _retry_after(headers: httpx.Headers, now: float) -> float | None:
-    """``Retry-After`` as seconds (it may be a number or an HTTP date)."""
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, parsed.timestamp() - now) if parsed is not None else None
 
 
 def next_page_url(headers: httpx.Headers) -> str | None:
@@ -335,7 +325,11 @@ class GitHubClient:
                 )
             if status >= 500:
                 error = GitHubUnavailable(f"GET {url}: {status}", endpoint=endpoint, status=status)
-                failures = await self._backoff(failures, endpoint, f"http_{status}", error, url)
+                # a 503 may say when the service is back: wait at least that long
+                hint = retry_after(response.headers.get("retry-after"), self._clock())
+                failures = await self._backoff(
+                    failures, endpoint, f"http_{status}", error, url, hint=hint
+                )
                 continue
             raise GitHubClientError(
                 f"GET {url}: {status} {_message(response)}", endpoint=endpoint, status=status
@@ -358,9 +352,10 @@ class GitHubClient:
         Raises for a plain 403 (forbidden)."""
         now = self._clock()
         headers = response.headers
-        retry_after = _retry_after(headers, now)
+        # garbage in Retry-After reads as None: handled as if the header were absent
+        wait = retry_after(headers.get("retry-after"), now)
         message = _message(response)
-        if headers.get("x-ratelimit-remaining") == "0" and retry_after is None:
+        if headers.get("x-ratelimit-remaining") == "0" and wait is None:
             state.remaining = 0
             if state.reset_at is None or state.reset_at <= now:
                 # no usable reset: rest for a minute rather than hammer the API
@@ -373,10 +368,14 @@ class GitHubClient:
                 time.strftime("%H:%M:%S", time.gmtime(state.reset_at)),
             )
             return False
-        if retry_after is not None or response.status_code == 429 or _SECONDARY_RE.search(message):
-            delay = (
-                retry_after if retry_after is not None else self.settings.secondary_limit_seconds
-            )
+        if wait is not None or response.status_code == 429 or _SECONDARY_RE.search(message):
+            # GitHub's own wait is obeyed exactly (no jitter) and may exceed the backoff cap:
+            # retrying sooner only extends the limit. Capped by the longest wait for a reset,
+            # so an absurd header cannot park the worker for days.
+            if wait is not None:
+                delay = min(wait, self.settings.max_rate_limit_wait_seconds)
+            else:
+                delay = self.settings.secondary_limit_seconds
             metrics.GITHUB_RETRIES.labels(endpoint=endpoint, reason="secondary_rate_limit").inc()
             log.warning("GitHub secondary rate limit on %s: waiting %.1f s", endpoint, delay)
             await self._sleep_counted(delay)
@@ -401,7 +400,14 @@ class GitHubClient:
         return waited + delay
 
     async def _backoff(
-        self, failures: int, endpoint: str, reason: str, exc: Exception, url: str
+        self,
+        failures: int,
+        endpoint: str,
+        reason: str,
+        exc: Exception,
+        url: str,
+        *,
+        hint: float | None = None,
     ) -> int:
         failures += 1
         if failures >= self.settings.max_attempts:
@@ -417,8 +423,14 @@ class GitHubClient:
                 endpoint=endpoint,
             ) from exc
         metrics.GITHUB_RETRIES.labels(endpoint=endpoint, reason=reason).inc()
-        base = self.settings.backoff_seconds * 2 ** (failures - 1)
-        delay = min(self.settings.max_backoff_seconds, base) * self._rng.uniform(0.5, 1.5)
+        # a 5xx is no rate limit: its Retry-After is honoured up to the backoff cap only
+        delay = backoff_delay(
+            failures,
+            self.settings.backoff_seconds,
+            self.settings.max_backoff_seconds,
+            self._rng,
+            hint=hint,
+        )
         log.info("GitHub %s on %s; retry %d in %.2f s", reason, endpoint, failures, delay)
         await self._sleep(delay)
         return failures

@@ -7,7 +7,8 @@ arguments that fail validation is answered with the error and asked again (at mo
 ``llm.max_output_attempts`` replies), then reported as ``LLMOutputError``.
 
 HTTP: 429, 5xx, timeouts, dropped connections and 200s that are not JSON are retried with
-jittered backoff (``Retry-After`` obeyed), each retry counted by reason
+jittered backoff (``streams.clients.retry``; ``Retry-After``, seconds or an HTTP date, obeyed
+up to ``llm.max_retry_after_seconds``), each retry counted by reason
 (``swe_stream_llm_retries_total``); other 4xx are final (``LLMRequestError``). Tokens and cost
 (``usage``) are counted per model and purpose; each purpose (classify, score, testgen, ...) has
 its own concurrency bound.
@@ -28,6 +29,7 @@ import httpx
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from streams.clients.retry import backoff_delay, retry_after
 from streams.core import metrics
 from streams.core.errors import LLM, DependencyError, ServiceUnavailable
 from streams.core.settings import LLMSettings
@@ -137,14 +139,6 @@ def echo_call(call: dict[str, Any], call_id: str) -> dict[str, Any]:
 def describe_error(exc: ValidationError) -> str:
     """A short, model-readable account of what failed validation."""
     return _describe(exc)
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
 
 
 class LLMClient:
@@ -281,8 +275,8 @@ class LLMClient:
         model = str(body["model"])
         failures = 0
 
-        async def retry(reason: str, error: str, retry_after: float | None = None) -> int:
-            return await self._backoff(failures, retry_after, error, model, purpose, reason)
+        async def retry(reason: str, error: str, hint: float | None = None) -> int:
+            return await self._backoff(failures, hint, error, model, purpose, reason)
 
         while True:
             try:
@@ -321,7 +315,7 @@ class LLMClient:
                 failures = await retry(
                     f"http_{status}",
                     f"HTTP {status}: {response.text[:200]}",
-                    _retry_after(response),
+                    retry_after(response.headers.get("retry-after")),
                 )
                 continue
             raise LLMRequestError(f"{self.url}: HTTP {status}: {response.text[:300]}")
@@ -329,7 +323,7 @@ class LLMClient:
     async def _backoff(
         self,
         failures: int,
-        retry_after: float | None,
+        hint: float | None,
         error: str,
         model: str,
         purpose: str,
@@ -339,12 +333,16 @@ class LLMClient:
         if failures >= self.settings.max_attempts:
             raise LLMRequestError(f"{self.url}: {error} (after {failures} attempts)")
         metrics.LLM_RETRIES.labels(model=model, purpose=purpose, reason=reason).inc()
-        if retry_after is not None:
-            # obeyed, but a huge Retry-After must not hold a concurrency slot for hours
-            delay = min(retry_after, self.settings.max_retry_after_seconds)
-        else:
-            base = self.settings.backoff_seconds * 2 ** (failures - 1)
-            delay = min(self.settings.max_backoff_seconds, base * self._rng.uniform(0.5, 1.5))
+        # Retry-After is obeyed (it may exceed the backoff cap), but a huge one must not hold a
+        # concurrency slot for hours: max_retry_after_seconds bounds it
+        delay = backoff_delay(
+            failures,
+            self.settings.backoff_seconds,
+            self.settings.max_backoff_seconds,
+            self._rng,
+            hint=hint,
+            hint_cap=self.settings.max_retry_after_seconds,
+        )
         log.info("LLM request failed (%s); retry %d in %.2f s", error, failures, delay)
         await self._sleep(delay)
         return failures

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
-from collections.abc import AsyncIterator
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
+from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -23,6 +29,7 @@ from streams.clients.gharchive import (
     resolve_sources,
     sources_for_hours,
 )
+from streams.offline.local_http import LocalServer, running
 from tests.fakes.gharchive_server import FakeGHArchive
 
 pytestmark = pytest.mark.unit
@@ -34,12 +41,15 @@ CHUNK = 64 * 1024
 def client_for(server: FakeGHArchive, **options: float) -> GHArchiveClient:
     settings: dict[str, float] = {"backoff_seconds": 0.01, "max_backoff_seconds": 0.05}
     settings.update(options)
+    unknown = set(settings) - {"backoff_seconds", "max_backoff_seconds", "max_attempts"}
+    assert not unknown, f"client_for does not pass {unknown}"
     return GHArchiveClient(
         server.base_url,
         timeout=10.0,
         chunk_size=CHUNK,
         max_attempts=int(settings.pop("max_attempts", 5)),
-        **settings,
+        backoff_seconds=settings.pop("backoff_seconds"),
+        max_backoff_seconds=settings.pop("max_backoff_seconds"),
     )
 
 
@@ -421,3 +431,119 @@ def test_hour_names_urls_and_ranges() -> None:
     assert len(hours_between(datetime(2024, 2, 28), datetime(2024, 3, 1, 23))) == 72
     with pytest.raises(ValueError, match="before"):
         hours_between(datetime(2015, 1, 1, 1, tzinfo=UTC), datetime(2015, 1, 1, 0, tzinfo=UTC))
+
+
+# ------------------------------------------------------------------------------------ Retry-After
+
+
+class _RetryAfterState:
+    """What the Retry-After server answers: ``faults`` (status, Retry-After) first, then
+    ``data``; it records the method of every request it saw."""
+
+    def __init__(self, data: bytes, faults: list[tuple[int, str]]) -> None:
+        self.data = data
+        self.faults = list(faults)
+        self.seen: list[str] = []
+        self.lock = threading.Lock()
+        self.base_url = ""  # set once listening
+
+
+class _RetryAfterHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: LocalServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._answer(head=False)
+
+    def do_HEAD(self) -> None:
+        self._answer(head=True)
+
+    def _answer(self, head: bool) -> None:
+        state: _RetryAfterState = self.server.fake
+        with state.lock:
+            state.seen.append(self.command)
+            fault = state.faults.pop(0) if state.faults else None
+        status, retry_after = fault if fault is not None else (200, None)
+        body = f"busy ({status})\n".encode() if fault is not None else state.data
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        if retry_after is not None:
+            self.send_header("Retry-After", retry_after)
+        self.end_headers()
+        if not head:
+            self.wfile.write(body)
+
+
+@contextlib.contextmanager
+def retry_after_server(data: bytes, faults: list[tuple[int, str]]) -> Iterator[_RetryAfterState]:
+    """A real HTTP server on 127.0.0.1 whose failures carry a ``Retry-After`` header (the
+    shared GH Archive fake answers failures without one)."""
+    state = _RetryAfterState(data, faults)
+    server = LocalServer(_RetryAfterHandler, state)
+    with running(server, "fake-retry-after"):
+        state.base_url = server.base_url
+        yield state
+
+
+class RecordedSleeps:
+    """The client's injectable sleep: records each wait and returns at once."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+@pytest.mark.parametrize("status", [503, 429])
+async def test_an_http_date_retry_after_makes_the_download_wait(status: int) -> None:
+    data = bytes(range(256)) * 8
+    when = formatdate(time.time() + 30, usegmt=True)
+    with retry_after_server(data, [(status, when)]) as server:
+        sleeps = RecordedSleeps()
+        client = GHArchiveClient(
+            server.base_url,
+            backoff_seconds=0.01,
+            max_backoff_seconds=60.0,
+            sleep=sleeps,
+        )
+        async with client:
+            got = await download(client, sources_for_hours(["2015-01-01-0"], client.base_url)[0])
+    assert got == data
+    assert server.seen == ["GET", "GET"]
+    [wait] = sleeps.waits
+    # the date is whole seconds, 30 s ahead of a moment a little before the client read it
+    assert 28.0 <= wait <= 30.0, wait
+
+
+async def test_a_retry_after_is_capped_by_max_backoff_seconds() -> None:
+    with retry_after_server(b"x", [(503, "3600")]) as server:
+        sleeps = RecordedSleeps()
+        client = GHArchiveClient(
+            server.base_url,
+            backoff_seconds=0.01,
+            max_backoff_seconds=5.0,
+            sleep=sleeps,
+        )
+        async with client:
+            assert await client.exists("2015-01-01-0")
+    assert sleeps.waits == [5.0]
+
+
+@pytest.mark.parametrize("garbage", ["soon", "1.5e9x", ""])
+async def test_a_garbage_retry_after_is_ignored(garbage: str) -> None:
+    with retry_after_server(b"x", [(503, garbage)]) as server:
+        sleeps = RecordedSleeps()
+        client = GHArchiveClient(
+            server.base_url,
+            backoff_seconds=0.01,
+            max_backoff_seconds=5.0,
+            sleep=sleeps,
+        )
+        async with client:
+            assert await client.exists("2015-01-01-0")
+    [wait] = sleeps.waits
+    assert 0.005 <= wait <= 0.01  # the plain first backoff

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import AsyncIterator
+from email.utils import formatdate
 from typing import Any
 
 import pytest
@@ -272,3 +274,93 @@ async def test_an_api_that_refuses_every_connection_is_an_outage_not_an_answer(
     assert isinstance(refused.value, ServiceUnavailable) and refused.value.service == "github"
     assert isinstance(refused.value, GitHubUnavailable)
     assert refused.value.reason == "unreachable"
+
+
+class RecordedSleeps:
+    """The client's injectable sleep: records each wait and returns at once."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+async def test_a_429_with_an_http_date_retry_after_waits_until_that_date(
+    github_server: FakeGitHub,
+) -> None:
+    now = float(int(time.time()))  # whole seconds: an HTTP date has no fraction
+    github_server.fail(
+        PR_PATH, status=429, headers={"Retry-After": formatdate(now + 30, usegmt=True)}
+    )
+    sleeps = RecordedSleeps()
+    waited = sample("swe_stream_github_rate_limit_wait_seconds_total")
+    github = GitHubClient(settings_for(github_server), clock=lambda: now, sleep=sleeps)
+    try:
+        pr = await github.pull_request(REPO, 235)
+    finally:
+        await github.aclose()
+    assert pr["number"] == 235
+    assert sleeps.waits == [30.0]  # the date, not secondary_limit_seconds (0.3) nor a backoff
+    assert sample("swe_stream_github_rate_limit_wait_seconds_total") == waited + 30.0
+    assert len(github_server.requests_for(PR_PATH)) == 2
+
+
+async def test_a_503_with_an_http_date_retry_after_waits_at_least_until_that_date(
+    github_server: FakeGitHub,
+) -> None:
+    now = float(int(time.time()))
+    github_server.fail(
+        PR_PATH, status=503, headers={"Retry-After": formatdate(now + 20, usegmt=True)}
+    )
+    sleeps = RecordedSleeps()
+    github = GitHubClient(
+        settings_for(github_server, max_backoff_seconds=60.0), clock=lambda: now, sleep=sleeps
+    )
+    try:
+        await github.pull_request(REPO, 235)
+    finally:
+        await github.aclose()
+    assert sleeps.waits == [20.0]  # the hint beats the 0.05 s first backoff
+
+
+@pytest.mark.parametrize("garbage", ["soon", "1.5e9x", "", "-1", "Mon, 99 Foo 2023"])
+async def test_a_garbage_retry_after_does_not_crash_the_client(
+    github_server: FakeGitHub, garbage: str
+) -> None:
+    # a 429 with an unreadable hint: treated as a secondary limit without Retry-After
+    github_server.fail(PR_PATH, status=429, headers={"Retry-After": garbage})
+    # a 503 with one: a plain backoff
+    github_server.fail(PR_PATH, status=503, headers={"Retry-After": garbage})
+    sleeps = RecordedSleeps()
+    github = GitHubClient(settings_for(github_server), sleep=sleeps)
+    try:
+        pr = await github.pull_request(REPO, 235)
+    finally:
+        await github.aclose()
+    assert pr["number"] == 235
+    assert len(github_server.requests_for(PR_PATH)) == 3
+    secondary, backoff = sleeps.waits
+    assert secondary == 0.3  # secondary_limit_seconds
+    # the second failed attempt (the 429 counted): d = 2 x 0.05, half fixed, half random
+    assert 0.05 <= backoff <= 0.1
+
+
+@pytest.mark.parametrize("seed", range(3))
+async def test_5xx_backoff_never_exceeds_max_backoff_seconds(
+    github_server: FakeGitHub, seed: int
+) -> None:
+    """The old rule, min(cap, base) * uniform(0.5, 1.5), waited up to 1.5 x the cap."""
+    github_server.fail(PR_PATH, status=503, times=9)
+    sleeps = RecordedSleeps()
+    settings = settings_for(
+        github_server, backoff_seconds=1.0, max_backoff_seconds=4.0, max_attempts=10
+    )
+    github = GitHubClient(settings, sleep=sleeps, rng=random.Random(seed))
+    try:
+        await github.pull_request(REPO, 235)
+    finally:
+        await github.aclose()
+    assert len(sleeps.waits) == 9
+    assert max(sleeps.waits) <= 4.0
+    assert min(sleeps.waits[2:]) >= 2.0  # at the cap, half of it is fixed

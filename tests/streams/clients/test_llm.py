@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 from collections.abc import AsyncIterator
+from email.utils import formatdate
 from typing import Any, Literal
 
 import pytest
@@ -546,3 +548,58 @@ async def test_an_endpoint_that_refuses_every_connection_is_an_outage_not_an_ans
     finally:
         await answering.aclose()
     assert not isinstance(answered.value, ServiceUnavailable)
+
+
+class RecordedSleeps:
+    """The client's injectable sleep: records each wait and returns at once."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_an_http_date_retry_after_makes_the_client_wait(
+    llm_server: FakeLLM, status: int
+) -> None:
+    purpose = f"t-{status}-date"
+    retries = sample(
+        "swe_stream_llm_retries_total", model=MODEL, purpose=purpose, reason=f"http_{status}"
+    )
+    llm_server.reply_status(
+        status, headers={"Retry-After": formatdate(time.time() + 30, usegmt=True)}
+    )
+    llm_server.reply_tool_call("verdict", GOOD)
+    sleeps = RecordedSleeps()
+    llm = LLMClient(settings_for(llm_server), sleep=sleeps)
+    try:
+        result = await llm.call_tool(VERDICT, MESSAGES, purpose=purpose)
+    finally:
+        await llm.aclose()
+    assert result.arguments == Verdict(**GOOD)
+    [wait] = sleeps.waits
+    # the date is whole seconds, 30 s ahead of a moment a little before the client read it;
+    # far above max_backoff_seconds (0.2) and within max_retry_after_seconds (300)
+    assert 28.0 <= wait <= 30.0, wait
+    assert sample(
+        "swe_stream_llm_retries_total", model=MODEL, purpose=purpose, reason=f"http_{status}"
+    ) == (retries + 1)
+
+
+@pytest.mark.parametrize("garbage", ["soon", "1.5e9x", ""])
+async def test_a_garbage_retry_after_falls_back_to_the_backoff(
+    llm_server: FakeLLM, garbage: str
+) -> None:
+    llm_server.reply_status(429, headers={"Retry-After": garbage})
+    llm_server.reply_tool_call("verdict", GOOD)
+    sleeps = RecordedSleeps()
+    llm = LLMClient(settings_for(llm_server), sleep=sleeps)
+    try:
+        result = await llm.call_tool(VERDICT, MESSAGES, purpose="t-429-garbage")
+    finally:
+        await llm.aclose()
+    assert result.arguments == Verdict(**GOOD)
+    [wait] = sleeps.waits
+    assert 0.025 <= wait <= 0.05  # backoff_seconds, half fixed and half random
