@@ -203,13 +203,14 @@ _CAMEL_TEST_DIR_RE = re.compile(r".*[A-Za-z0-9]Tests?")
 _TEST_STEM_RE = re.compile(
     r"""
     tests? | conftest
-    | (?:test|unittest)[_-].*
-    | .+[_-](?:tests?|specs?|unittests?)
+    | (?:unit)?test[_-].*
+    | .+[_-](?:(?:unit)?tests?|specs?)
     | .+\.(?:tests?|specs?|e2e|test-d|cy)
     """,
     re.VERBOSE | re.IGNORECASE,
 )
-_UNITTEST_PREFIX_RE = re.compile(r"unittest[_-].*", re.IGNORECASE)
+# a "unit test" prefix (C++ unittest_foo.cc)
+_UNIT_TEST_PREFIX_RE = re.compile(r"unit(?:test)[_-].*", re.IGNORECASE)
 _CAMEL_TEST_STEM_RE = re.compile(
     r"Test[A-Z0-9_].*|.*[A-Za-z0-9](?:Tests?|TestCase|Specs?)|.*[a-z0-9]IT"
 )
@@ -233,7 +234,7 @@ def _is_test(dirs: list[str], stem: str, ext: str) -> bool:
         return True
     if ext in {"t", "snap"}:  # Perl tests, Jest/insta snapshots
         return True
-    if ext == "py" and _UNITTEST_PREFIX_RE.fullmatch(stem):
+    if ext == "py" and _UNIT_TEST_PREFIX_RE.fullmatch(stem):
         # pytest's discovery (test_*.py, *_test.py) is Python's convention: a module named
         # unittest_aliases.py is code (a C++ unittest_foo.cc is a test)
         return False

@@ -37,12 +37,15 @@ import logging
 import posixpath
 import shlex
 import time
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from string import Template
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from agents.prompts import SETUP_SYSTEM, SETUP_SYSTEM_JS, SETUP_USER, clip, render
+from agents.prompts import SETUP_ACCEPTED, SETUP_TOOLS, SETUP_USER, clip, render
 from agents.tool_loop import Budget, BudgetExhausted, ShellArgs, shell_result, tool_loop
 from schemas import PatchSet
 from streams.clients.llm import LLMClient, Tool, call_arguments, call_name, describe_error
@@ -50,7 +53,13 @@ from streams.core import metrics
 from streams.core.settings import SetupAgentSettings
 from streams.evaluation.egress import RegistryEgress
 from streams.evaluation.image_builds import ImageBuildError
-from streams.evaluation.log_parsers import LOG_PARSERS, RUNNER_COMMANDS
+from streams.evaluation.recipes.languages import (
+    Language,
+    interpreter_of,
+    language_named,
+    language_of,
+    version_key,
+)
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 from streams.evaluation.recipes.overrides import RepositoryOverride
 from streams.evaluation.sandbox import Limits, Sandbox
@@ -83,23 +92,7 @@ SUBMISSION_LIMIT = "setup_agent_submission_limit"
 DISK_LIMIT = "setup_agent_disk_limit"
 DOCUMENT_CHARS = 5000  # of each file shown in the first message
 DOCUMENTS_CHARS = 30000  # of them all
-FIRST_READ = (
-    "README.md", "README.rst", "README.txt", "README", "tox.ini", "noxfile.py",
-    "pyproject.toml", "setup.cfg", "setup.py", "Makefile", "pytest.ini", ".travis.yml",
-    "azure-pipelines.yml", ".gitlab-ci.yml",
-)  # fmt: skip
-# the same for a JavaScript / TypeScript repository: its package.json and Node version first
-FIRST_READ_JS = (
-    "README.md", "README.rst", "README.txt", "README", "package.json", ".nvmrc",
-    ".node-version", "Makefile", "tsconfig.json", ".mocharc.json", ".mocharc.js",
-    ".mocharc.cjs", ".mocharc.yml", ".mocharc.yaml", "jest.config.js", "jest.config.ts",
-    "jest.config.cjs", "jest.config.mjs", "vitest.config.ts", "vitest.config.js",
-    "vitest.config.mts", "vite.config.ts", "vite.config.js", "ava.config.js", ".taprc",
-    "pnpm-workspace.yaml", "lerna.json", ".npmrc", ".yarnrc.yml", ".travis.yml",
-    "azure-pipelines.yml", ".gitlab-ci.yml",
-)  # fmt: skip
-# lockfiles: named (and their size); shown only when they are small
-LOCKFILES = ("package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml")
+# a lockfile (``PromptSection.shown_small``) is shown only when it is this small
 LOCKFILE_SHOWN_CHARS = 2000
 
 
@@ -144,12 +137,15 @@ class SetupResult:
     tokens: int
 
 
-def documents(tree: TreeFiles, js: bool = False) -> str:
-    """What a person reads first: README, CI workflows, tox / nox / pyproject / setup files;
-    for a JavaScript / TypeScript repository (``js``) README, package.json, ``.nvmrc``, the
-    Makefile and the runners' config files, and the lockfile by its name (its lines only when
-    it is small). Each clipped, all within ``DOCUMENTS_CHARS``."""
-    names = [n for n in (FIRST_READ_JS if js else FIRST_READ) if tree.has(n)]
+def documents(tree: TreeFiles, language: Language | None = None) -> str:
+    """What a person reads first: README, CI workflows and the files the tree's language
+    names first (``PromptSection.first_read``: its project and runner config files), and its
+    lockfile by its name (its lines only when it is small). Each clipped, all within
+    ``DOCUMENTS_CHARS``."""
+    language = language or language_of(tree)
+    section = language.setup_prompt if language is not None else None
+    first = section.first_read if section is not None else _README
+    names = [n for n in first if tree.has(n)]
     names += [
         n for n in tree.names
         if n.startswith(".github/workflows/") and n.endswith((".yml", ".yaml"))
@@ -166,13 +162,16 @@ def documents(tree: TreeFiles, js: bool = False) -> str:
             continue
         used += len(text)
         parts.append(f"--- {name}\n{text}")
-    for lockfile in [n for n in LOCKFILES if tree.has(n)] if js else []:
+    for lockfile in [n for n in (section.shown_small if section else ()) if tree.has(n)]:
         data = tree.read(lockfile, LOCKFILE_SHOWN_CHARS)
         if data is None:  # larger than that: its name is what matters (the package manager)
             parts.append(f"--- {lockfile}: the lockfile (over {LOCKFILE_SHOWN_CHARS} bytes)")
         else:
             parts.append(f"--- {lockfile}\n{data.decode('utf-8', errors='replace')}")
     return "\n".join(parts) or "(none of them)"
+
+
+_README = ("README.md", "README.rst", "README.txt", "README", "Makefile")
 
 
 def unavailable(settings: SetupAgentSettings, llm: LLMClient) -> str | None:
@@ -199,56 +198,54 @@ def _lines(commands: tuple[str, ...]) -> str:
     return "\n".join(f"  {c}" for c in commands) or "  (none)"
 
 
-def runner_commands() -> str:
-    """How swe-stream runs each JavaScript runner so that its log parser reads the output
-    (``log_parsers.RUNNER_COMMANDS``), a line each, for the JS system prompt."""
+def runner_commands(language: Language) -> str:
+    """How swe-stream runs each of the language's runners so that its log parser reads the
+    output (``Language.runner_commands``), a line each, for its system prompt."""
     return "\n".join(
-        f"  {runner}: `{command.command}`" for runner, command in sorted(RUNNER_COMMANDS.items())
+        f"  {runner}: `{command.command}`"
+        for runner, command in sorted(language.runner_commands.items())
     )
 
 
-def system_prompt(
-    recipe: InstallRecipe, pythons: list[str], nodes: list[str], submissions: int
-) -> str:
-    """The system prompt of the failed recipe's language: Python's (the venv, the Pythons
-    with a base image: ``pythons``) or JavaScript / TypeScript's (node_modules, the Node
-    majors with an image: ``nodes``, the JS runners)."""
-    if recipe.is_js:
-        return render(
-            SETUP_SYSTEM_JS,
-            shell=SHELL.name,
-            read=READ.name,
-            submit=SUBMIT.name,
-            node=recipe.node or "(the base image's)",
-            runner_commands=runner_commands(),
-            runners=", ".join(sorted(RUNNER_COMMANDS)),
-            nodes=", ".join(sorted(nodes, key=int)) or "(none built: leave it out)",
-            submissions=submissions,
-        )
-    return render(
-        SETUP_SYSTEM,
-        shell=SHELL.name,
-        read=READ.name,
-        submit=SUBMIT.name,
-        runners=", ".join(sorted(LOG_PARSERS)),
-        pythons=", ".join(sorted(pythons)) or "the default",
-        submissions=submissions,
+def system_prompt(recipe: InstallRecipe, versions: list[str], submissions: int) -> str:
+    """The system prompt of the failed recipe's language (``Language.setup_prompt``): its
+    toolchain, the ``versions`` of it with an image, its runners and how each is run."""
+    language = language_named(recipe.language)
+    if language is None or language.setup_prompt is None:
+        raise ValueError(f"no set-up prompt for {recipe.language} recipes")
+    runners = language.runner_commands or language.runners
+    return Template(language.setup_prompt.system).substitute(
+        tools=render(SETUP_TOOLS, shell=SHELL.name, read=READ.name, submit=SUBMIT.name),
+        accepted=render(SETUP_ACCEPTED, submissions=submissions),
+        version=language.version_of(recipe) or "(the base image's)",
+        versions=", ".join(sorted(versions, key=version_key)) or _NO_VERSIONS[language.toolchain],
+        runners=", ".join(sorted(runners)),
+        runner_commands=runner_commands(language),
     )
+
+
+# what the prompt says when no version of the toolchain has an image of its own
+_NO_VERSIONS: dict[str | None, str] = defaultdict(
+    lambda: "(none built: leave it out)", {"python": "the default"}
+)
 
 
 def setup_messages(
-    failure: SetupFailure, pythons: list[str], nodes: list[str], submissions: int
+    failure: SetupFailure, images: Mapping[str, Iterable[str]], submissions: int
 ) -> list[dict[str, Any]]:
     """The conversation's first two messages: the system prompt of the failed recipe's
-    language (``system_prompt``) and the failure with what a person reads first."""
+    language (``system_prompt``, with the versions of its toolchain that ``images`` has:
+    toolchain -> versions) and the failure with what a person reads first."""
     recipe = failure.recipe
-    system = system_prompt(recipe, pythons, nodes, submissions)
+    language = language_named(recipe.language)
+    toolchain = language.toolchain if language is not None else None
+    system = system_prompt(recipe, list(images.get(toolchain or "", ())), submissions)
     user = render(
         SETUP_USER,
         repo=failure.patches.repo,
         number=failure.patches.number,
         test_files=", ".join(failure.patches.test_files) or "(none)",
-        interpreter=recipe.interpreter,
+        interpreter=interpreter_of(recipe),
         system_packages=", ".join(recipe.system_packages) or "(none)",
         env_commands=_lines(recipe.env_commands),
         install_commands=_lines(recipe.install_commands),
@@ -257,7 +254,7 @@ def setup_messages(
         test_runner=recipe.test_runner,
         reason=failure.reason,
         failure=clip(failure.detail, 6000),
-        documents=documents(failure.tree, js=recipe.is_js),
+        documents=documents(failure.tree, language),
         tree="\n".join(failure.tree.names[:300]),
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -303,8 +300,8 @@ class SetupAgent:
 
     def _messages(self, failure: SetupFailure) -> list[dict[str, Any]]:
         validator = self.validator
-        pythons, nodes = list(validator.python_images()), list(validator.node_images())
-        return setup_messages(failure, pythons, nodes, self.settings.max_submissions)
+        images = {name: list(versions) for name, versions in validator.images().items()}
+        return setup_messages(failure, images, self.settings.max_submissions)
 
     async def _converse(
         self, failure: SetupFailure, explore: Environment, box: Sandbox, started: float

@@ -27,21 +27,29 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import functools
 import logging
 import posixpath
 import time
 from collections.abc import Callable
+from string import Template
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, create_model
 
 from agents.paths import is_test_path
-from agents.prompts import TESTGEN_SYSTEM, TESTGEN_SYSTEM_JS, TESTGEN_USER, clip, render
+from agents.prompts import TESTGEN_USER, clip, render
 from agents.tool_loop import Budget, BudgetExhausted, ShellArgs, shell_result, tool_loop
 from schemas import PatchSet
 from streams.clients.llm import LLMClient, Tool, call_arguments, call_name, describe_error
 from streams.core import metrics
 from streams.core.settings import TestgenSettings
+from streams.evaluation.recipes.languages import (
+    Language,
+    interpreter_of,
+    language_named,
+    languages,
+)
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 from streams.evaluation.sandbox import Limits, Sandbox
 from streams.evaluation.validator import (
@@ -65,20 +73,7 @@ class SubmitArgs(BaseModel):
         min_length=1, description="test files to add or replace: path -> whole new content"
     )
     fail_to_pass: list[str] = Field(
-        min_length=1, description="pytest ids that fail before the fix and pass after it"
-    )
-    pass_to_pass: list[str] = Field(
-        default_factory=list, description="pytest ids that pass before and after the fix"
-    )
-
-
-class SubmitJsArgs(SubmitArgs):
-    """``SubmitArgs`` with the ids of the JavaScript runners (``<file> > ... > <title>``)."""
-
-    fail_to_pass: list[str] = Field(
-        min_length=1,
-        description="ids (<file> > <describe blocks> > <title>) of the tests that fail before "
-        "the fix and pass after it",
+        min_length=1, description="ids of the tests that fail before the fix and pass after it"
     )
     pass_to_pass: list[str] = Field(
         default_factory=list, description="ids of the tests that pass before and after the fix"
@@ -91,27 +86,24 @@ SUBMIT = Tool(
     "Submit test files and the tests that fail before the fix and pass after it.",
     SubmitArgs,
 )
-SUBMIT_JS = Tool(SUBMIT.name, SUBMIT.description, SubmitJsArgs)
-EXAMPLE_FILE = "test/math.test.js"
-# a JS test's id, by runner (the JS log parsers': ``streams.evaluation.log_parsers``)
-JS_ID_SHAPES = {
-    "mocha": (
-        "its file's path from the repository root, then mocha's full title (the describe "
-        "blocks' titles and the test's, joined by single spaces), the two joined by ` > `: "
-        f"`{EXAMPLE_FILE} > add adds two numbers` for it('adds two numbers') in "
-        "describe('add')"
-    ),
-    "ava": (
-        "its file's path from the repository root, then its title, joined by ` > `: "
-        f"`{EXAMPLE_FILE} > adds two numbers` for test('adds two numbers', ...)"
-    ),
-}
-JS_ID_SHAPE = (
-    "its file's path from the repository root, then the titles of the describe blocks (or "
-    "suites, or subtests) it is in, then its own title, joined by ` > `: "
-    f"`{EXAMPLE_FILE} > add > adds two numbers` for it('adds two numbers') in describe('add'), "
-    f"`{EXAMPLE_FILE} > adds two numbers` for a test outside any describe block"
-)
+
+
+@functools.lru_cache(maxsize=64)
+def submit_tool(id_shape: str) -> Tool[Any]:
+    """``submit_tests`` whose id fields say how the language spells an id (``id_shape``)."""
+    arguments = create_model(
+        "SubmitTestsArgs",
+        __base__=SubmitArgs,
+        fail_to_pass=(
+            list[str],
+            Field(
+                min_length=1,
+                description=f"ids of the tests that fail before the fix and pass after it; "
+                f"an id is {id_shape}",
+            ),
+        ),
+    )
+    return Tool(SUBMIT.name, SUBMIT.description, arguments)
 
 
 class Rejected(ValueError):
@@ -128,28 +120,24 @@ def safe_path(path: str) -> str:
     return normal
 
 
-def checked_test_path(path: str, js: bool = False) -> str:
+def checked_test_path(path: str, language: Language | None = None) -> str:
     """A safe path that names a test file: a submission may not change the code under test
-    (that would make "fails before the fix" mean nothing). ``js``: the rejection names
-    JavaScript's test file names."""
+    (that would make "fails before the fix" mean nothing). The rejection says how the
+    ``language``'s test files are named (``Language.test_file_hint``; Python's by default)."""
     normal = safe_path(path)
     if not is_test_path(normal):
-        names = (
-            "name it *.test.js or *.spec.ts, or put it under a test/ or __tests__/ directory"
-            if js
-            else "name it test_*.py or *_test.py, or put it under a tests/ directory"
-        )
+        names = (language or _default_language()).test_file_hint
         raise Rejected(
             f"{path!r} is not a test file ({names}); submissions may only add or change tests"
         )
     return normal
 
 
-def files_patch(tree: TreeFiles, files: dict[str, str], js: bool = False) -> str:
+def files_patch(tree: TreeFiles, files: dict[str, str], language: Language | None = None) -> str:
     """A unified diff (``git apply`` format) turning the base tree's files into ``files``."""
     parts = []
     for raw_path, content in sorted(files.items()):
-        path = checked_test_path(raw_path, js)
+        path = checked_test_path(raw_path, language)
         old_bytes = tree.read(path)
         old = old_bytes.decode("utf-8", errors="replace") if old_bytes is not None else None
         new = content if content.endswith("\n") else content + "\n"
@@ -176,10 +164,10 @@ def files_patch(tree: TreeFiles, files: dict[str, str], js: bool = False) -> str
     return "".join(parts)
 
 
-def check_claims(proof: Proof, submitted: SubmitArgs, js: bool = False) -> None:
+def check_claims(proof: Proof, submitted: SubmitArgs) -> None:
     """The validator's own run must confirm every claim; Rejected says which did not hold
-    (``js``: and, when a claimed id was not run, the ids the run did see, for the model to
-    match the JS runners' ids)."""
+    (and, when a claimed id was not run, the ids the run did see, for the model to match its
+    runner's ids)."""
     before, after = proof.report.before, proof.report.after
     problems = [
         f"{test}: before the fix {before.get(test, 'not run')}, after {after.get(test, 'not run')}"
@@ -197,7 +185,7 @@ def check_claims(proof: Proof, submitted: SubmitArgs, js: bool = False) -> None:
         unseen = any(test not in before and test not in after for test in claimed)
         seen = sorted({*before, *after})
         ids = ""
-        if js and unseen:
+        if unseen:
             shown = ", ".join(seen[:MAX_IDS_SHOWN]) or "none"
             more = f" and {len(seen) - MAX_IDS_SHOWN} more" if len(seen) > MAX_IDS_SHOWN else ""
             ids = f". The run's test ids: {shown}{more}"
@@ -213,31 +201,32 @@ def tree_summary(tree: TreeFiles, limit: int = 200) -> str:
     return "\n".join(names[:limit]) + more
 
 
+def _default_language() -> Language:
+    """The language of a submission whose recipe names none the registry knows: the first."""
+    return languages()[0]
+
+
+def language_of_recipe(recipe: InstallRecipe) -> Language:
+    return language_named(recipe.language) or _default_language()
+
+
 def testgen_messages(
     patches: PatchSet, recipe: InstallRecipe, tree: TreeFiles
 ) -> list[dict[str, Any]]:
     """The conversation's first two messages: the system prompt of the recipe's language
-    (Python: pytest; JavaScript / TypeScript: its runner and the JS test ids) and the task."""
-    if recipe.is_js:
-        system = render(
-            TESTGEN_SYSTEM_JS,
-            shell=SHELL.name,
-            submit=SUBMIT_JS.name,
-            fix_path=f"{PATCH_DIR}/fix.patch",
-            runner=recipe.test_runner,
-            id_shape=JS_ID_SHAPES.get(recipe.test_runner, JS_ID_SHAPE),
-            framework=f"{recipe.language}, {recipe.test_runner} ({recipe.interpreter})",
-            test_command=recipe.test_command,
-        )
-    else:
-        system = render(
-            TESTGEN_SYSTEM,
-            shell=SHELL.name,
-            submit=SUBMIT.name,
-            fix_path=f"{PATCH_DIR}/fix.patch",
-            framework=f"{recipe.language}, pytest",
-            test_command=recipe.test_command,
-        )
+    (``Language.testgen_prompt``: its runner and how its test ids are spelled) and the task."""
+    language = language_of_recipe(recipe)
+    if language.testgen_prompt is None:
+        raise ValueError(f"no testgen prompt for {recipe.language} recipes")
+    system = Template(language.testgen_prompt.system).substitute(
+        shell=SHELL.name,
+        submit=SUBMIT.name,
+        fix_path=f"{PATCH_DIR}/fix.patch",
+        runner=recipe.test_runner,
+        id_shape=language.test_id_shape(recipe.test_runner),
+        framework=f"{recipe.language}, {recipe.test_runner} ({interpreter_of(recipe)})",
+        test_command=recipe.test_command,
+    )
     user = render(
         TESTGEN_USER,
         repo=patches.repo,
@@ -268,7 +257,8 @@ class AgenticTestGenerator:
     @staticmethod
     def submit_tool(environment: Environment) -> Tool[Any]:
         """``submit_tests`` with the ids of the recipe's language."""
-        return SUBMIT_JS if environment.recipe.is_js else SUBMIT
+        language = language_of_recipe(environment.recipe)
+        return submit_tool(language.test_id_shape(environment.recipe.test_runner))
 
     async def generate(
         self,
@@ -304,9 +294,12 @@ class AgenticTestGenerator:
         )
 
         submit = self.submit_tool(environment)
+        language = language_of_recipe(environment.recipe)
 
         async def answer(call: dict[str, Any], deadline: float) -> tuple[str, Any]:
-            return await self._answer(call, box, environment.tree, prove, deadline, submit)
+            return await self._answer(
+                call, box, environment.tree, prove, deadline, submit, language
+            )
 
         messages = self._messages(patches, environment)
         try:
@@ -327,6 +320,7 @@ class AgenticTestGenerator:
         prove: Callable[[str, list[str]], Proof],
         deadline: float,
         submit: Tool[Any] = SUBMIT,
+        language: Language | None = None,
     ) -> tuple[str, tuple[str, Proof] | None]:
         """The tool result for one call, and (test_patch, proof) once tests are accepted."""
         name = call_name(call)
@@ -340,11 +334,10 @@ class AgenticTestGenerator:
         except ValidationError as exc:
             return f"invalid arguments: {describe_error(exc)}", None
         try:
-            js = submit is SUBMIT_JS
-            test_patch = files_patch(tree, submitted.files, js)
-            test_files = sorted(checked_test_path(path, js) for path in submitted.files)
+            test_patch = files_patch(tree, submitted.files, language)
+            test_files = sorted(checked_test_path(path, language) for path in submitted.files)
             proof = await asyncio.to_thread(prove, test_patch, test_files)
-            check_claims(proof, submitted, js)
+            check_claims(proof, submitted)
         except (Rejected, ValidationFailed) as exc:
             metrics.TESTGEN_SUBMISSIONS.labels(result="rejected").inc()
             return f"rejected: {exc}. Fix the tests and submit again.", None

@@ -31,6 +31,7 @@ from schemas import PatchSet, ValidatedTask
 from streams.core import metrics
 from streams.core.errors import DOCKER, ServiceUnavailable
 from streams.evaluation.failures import with_cause
+from streams.evaluation.recipes.languages import interpreter_of
 from streams.evaluation.recipes.memory import remembered_entry
 from streams.evaluation.validator import (
     ENVIRONMENT_REASONS,
@@ -221,7 +222,7 @@ class ValidateStage:
                 metrics.RECIPE_MEMORY_LOOKUPS.labels(result="stale").inc()
             if failed.tests_ran:
                 await self._remember(patches, environment, failed.tests_ran)
-            failed.detail = f"[{recipe.interpreter}; recipe {', '.join(recipe.sources)}] " + (
+            failed.detail = f"[{interpreter_of(recipe)}; recipe {', '.join(recipe.sources)}] " + (
                 failed.detail
             )
             raise

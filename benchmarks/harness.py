@@ -39,7 +39,8 @@ from typing import Any
 from benchmarks.corpus_engine import DEFAULT_CORPUS, corpus_validator, show_progress
 from streams.core.progress import PROGRESS
 from streams.core.settings import DockerSettings, load_settings
-from streams.evaluation.harness import HarnessEngine, HarnessOptions, task_checks
+from streams.evaluation.harness import HarnessEngine, HarnessOptions
+from streams.evaluation.harness_status import task_checks
 from streams.evaluation.sandbox import Limits
 from streams.evaluation.taskdir import WORKSPACE, find_task_dirs, load_workspace
 from streams.evaluation.validator import (

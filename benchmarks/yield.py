@@ -68,7 +68,8 @@ from streams.evaluation.environments import LABEL as LAYER_LABEL
 from streams.evaluation.environments import EnvironmentBuilder
 from streams.evaluation.failures import cause_of
 from streams.evaluation.images import base_image_exists
-from streams.evaluation.recipes.model import node_of_sources
+from streams.evaluation.recipes.memory import interpreter_fields
+from streams.evaluation.recipes.model import InstallRecipe
 from streams.evaluation.validator import docker_from_env
 from streams.kafka.broker import EmbeddedBroker
 from streams.kafka.client import read_topic_to_end
@@ -194,8 +195,10 @@ def _row(key: str, repo: str, entries: list[LedgerEntry], task: ValidatedTask | 
         if config is not None:
             row.python, row.recipe = config.python, ",".join(config.recipe)
             row.language, row.test_runner = config.language, config.test_runner
-            if config.language != "Python":
-                row.node = node_of_sources(config.recipe)
+            ran_on = InstallRecipe(
+                config.language, python=config.python, sources=tuple(config.recipe)
+            )
+            row.node = interpreter_fields(ran_on).get("node")
         row.fail_to_pass, row.pass_to_pass = len(task.FAIL_TO_PASS), len(task.PASS_TO_PASS)
         row.seconds = round(task.validation.duration_seconds, 1)
     elif validate:

@@ -3,7 +3,12 @@
 - layers: imports only point down (or sideways inside one package), as ``ALLOWED`` says;
 - stages: a stage module in ``agents/`` never imports another stage, a helper never a stage,
   and every module of ``agents/`` is one or the other;
-- size: no function over ``MAX_FUNCTION_LINES`` lines, and a small CLI root.
+- size: no function over ``MAX_FUNCTION_LINES`` lines, no module of ``streams/`` or ``agents/``
+  over ``MAX_MODULE_LINES``, and a small CLI root;
+- recipes: no module of ``streams/evaluation/recipes/`` imports Docker or the engine
+  (``ENGINE_MODULES``): the recipe model and the readers are pure;
+- languages: nothing outside ``recipes/languages/<language>/`` names a language's runners or
+  its project files (``Language.vocabulary``; the one check that imports the registry).
 
 Every import counts: inside functions, under ``if TYPE_CHECKING:``, relative ones.
 """
@@ -11,6 +16,8 @@ Every import counts: inside functions, under ``if TYPE_CHECKING:``, relative one
 from __future__ import annotations
 
 import ast
+import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,6 +88,23 @@ HELPER_MODULES = frozenset(
 )
 
 MAX_FUNCTION_LINES = 120
+MAX_MODULE_LINES = 800
+RECIPES = Path("streams/evaluation/recipes")
+# what a recipe module may not import: the Docker SDK and the engine that builds and runs
+ENGINE_MODULES = (
+    "docker",
+    "streams.evaluation.sandbox",
+    "streams.evaluation.environments",
+    "streams.evaluation.image_builds",
+    "streams.evaluation.images",
+    "streams.evaluation.egress",
+    "streams.evaluation.provisioner",
+    "streams.evaluation.prover",
+    "streams.evaluation.validator",
+)
+# the testing kit makes repositories of every language (their files are its data), so it is
+# the one place outside a language's folder that writes their file names
+NAMES_ALLOWED_IN = (Path("streams/offline"),)
 CLI_ROOT = Path("streams/cli/main.py")
 MAX_CLI_ROOT_LINES = 150
 
@@ -213,6 +237,77 @@ def long_functions(path: Path, source: str, limit: int = MAX_FUNCTION_LINES) -> 
     return sorted(found)
 
 
+def long_module(path: Path, source: str, limit: int = MAX_MODULE_LINES) -> list[str]:
+    lines = len(source.splitlines())
+    return [f"{relative(path)}: {lines} lines"] if lines > limit else []
+
+
+def engine_imports(path: Path, source: str) -> list[str]:
+    """Every import of Docker or the engine in a module of ``recipes/`` (the Docker SDK is no
+    project module: its imports are read here, not by ``imported_modules``)."""
+    rel = relative(path)
+    if not rel.is_relative_to(RECIPES):
+        return []
+    sdk = [
+        (node.lineno, alias.name if isinstance(node, ast.Import) else node.module or "")
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    ]
+    found = {
+        *imported_modules(rel, source),
+        *((n, m) for n, m in sdk if m.split(".")[0] == "docker"),
+    }
+    return [
+        f"{rel}:{line} imports {module}"
+        for line, module in sorted(found)
+        if any(module == m or module.startswith(m + ".") for m in ENGINE_MODULES)
+    ]
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, kinds)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+
+
+def _identifier(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return node.name
+    return ""
+
+
+def named(source: str, words: frozenset[str]) -> list[tuple[int, str]]:
+    """Where ``source``'s code names one of ``words``: a string constant holding it as a whole
+    word or file name (docstrings aside), or an identifier one of whose ``_`` parts it is.
+    Comments are not code: they may say what a branch is for."""
+    if not words:
+        return []
+    alternatives = "|".join(map(re.escape, sorted(words, key=len, reverse=True)))
+    pattern = re.compile(rf"(?<![\w.-])({alternatives})(?![\w-])")
+    tree = ast.parse(source)
+    docstrings = _docstrings(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if id(node) not in docstrings:
+                found += [(node.lineno, m.group(1)) for m in pattern.finditer(node.value)]
+        elif name := _identifier(node):
+            line = getattr(node, "lineno", 0)
+            found += [(line, part) for part in name.lower().split("_") if part in words]
+    return sorted(set(found))
+
+
 def read(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
@@ -268,6 +363,46 @@ def test_no_function_is_over_120_lines() -> None:
         for offender in long_functions(path, read(path))
     ]
     assert not offenders, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(offenders)
+
+
+@pytest.mark.unit
+def test_no_module_is_over_800_lines() -> None:
+    offenders = [
+        offender
+        for path in project_files("streams", "agents")
+        for offender in long_module(path, read(path))
+    ]
+    assert not offenders, f"modules over {MAX_MODULE_LINES} lines:\n" + "\n".join(offenders)
+
+
+@pytest.mark.unit
+def test_no_recipe_module_imports_docker_or_the_engine() -> None:
+    offenders = [
+        offender
+        for path in project_files("streams")
+        for offender in engine_imports(path, read(path))
+    ]
+    assert not offenders, "recipe modules importing the engine:\n" + "\n".join(offenders)
+
+
+@pytest.mark.unit
+def test_only_a_languages_folder_names_its_runners_and_files() -> None:
+    from streams.evaluation.recipes.languages import languages
+
+    offenders = []
+    for language in languages():
+        folder = Path(sys.modules[type(language).__module__].__file__ or "").parent
+        own = relative(folder) if folder.is_relative_to(ROOT) else None
+        for path in project_files("streams", "agents"):
+            rel = relative(path)
+            if (own and rel.is_relative_to(own)) or any(map(rel.is_relative_to, NAMES_ALLOWED_IN)):
+                continue
+            offenders += [
+                f"{rel}:{line} names {word!r} ({language.name}'s)"
+                for line, word in named(read(path), language.vocabulary)
+            ]
+    assert len(languages()) >= 2  # the built-ins were found: the check looked at something
+    assert not offenders, "outside their language's folder:\n" + "\n".join(offenders)
 
 
 @pytest.mark.unit
@@ -368,3 +503,38 @@ def test_the_function_checker_counts_from_the_def_line() -> None:
             f"agents/synthetic.py:{first + 1} inner: {MAX_FUNCTION_LINES + 1} lines",
         ]
     )
+
+
+@pytest.mark.unit
+def test_the_module_size_checker_counts_lines() -> None:
+    path = ROOT / "streams" / "synthetic.py"
+    assert long_module(path, "x = 1\n" * 801) == ["streams/synthetic.py: 801 lines"]
+    assert long_module(path, "x = 1\n" * 800) == []
+
+
+@pytest.mark.unit
+def test_the_engine_import_checker_reports_docker_in_a_recipe_module() -> None:
+    recipe = ROOT / "streams/evaluation/recipes/languages/synthetic/recipe.py"
+    source = "import docker\nfrom streams.evaluation.environments import VENV\nimport json\n"
+    assert engine_imports(recipe, source) == [
+        "streams/evaluation/recipes/languages/synthetic/recipe.py:1 imports docker",
+        "streams/evaluation/recipes/languages/synthetic/recipe.py:2 imports "
+        "streams.evaluation.environments",
+    ]
+    assert engine_imports(ROOT / "streams/evaluation/validator.py", source) == []
+
+
+@pytest.mark.unit
+def test_the_name_checker_sees_strings_and_identifiers_not_docstrings() -> None:
+    source = (
+        '"""Runs jest."""\n'
+        "# jest in a comment\n"
+        'RUNNER = "jest"\n'
+        'PATH = "sub/package.json"\n'
+        "def jest_output():\n"
+        '    """jest"""\n'
+        "    return node_tap + jester\n"
+        'OTHER = "majestic jest-like"\n'
+    )
+    words = frozenset({"jest", "package.json", "tap"})
+    assert named(source, words) == [(3, "jest"), (4, "package.json"), (5, "jest"), (7, "tap")]

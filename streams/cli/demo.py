@@ -23,7 +23,7 @@ from schemas.harness import HarnessReport
 from streams.cli.options import Commands, Parents, interactive
 from streams.core.settings import Settings
 from streams.evaluation.harness import HarnessEngine, HarnessOptions, evaluate_all
-from streams.evaluation.images import ensure_base_image, ensure_node_image
+from streams.evaluation.images import ensure_base_image, ensure_toolchain_image
 from streams.evaluation.sandbox import Limits
 from streams.evaluation.taskdir import WORKSPACE, load_workspace
 from streams.evaluation.validator import validate_task_dirs
@@ -74,7 +74,9 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     problem = ensure_base_image(settings.docker.base_image)
     if not problem and args.language == "javascript":
-        problem = ensure_node_image(settings.docker.node_images, settings.docker.base_image)
+        problem = ensure_toolchain_image(
+            "node", settings.docker.node_images, settings.docker.base_image
+        )
     if problem:
         print(f"swe-stream demo: {problem}", file=sys.stderr)
         return 1

@@ -28,7 +28,7 @@ from streams.evaluation.harness import (
     evaluate_predictions,
 )
 from streams.evaluation.images import PYTHON_SUITES, build_base_images, resolve_targets
-from streams.evaluation.images import main_node as images_main_node
+from streams.evaluation.images import main_toolchains as images_main_toolchains
 from streams.evaluation.prebuild import (
     KEPT_LEVEL,
     prepare_images,
@@ -91,10 +91,12 @@ def register(commands: Commands, parents: Parents) -> None:
         help="build every Python's image (swe-stream/base:<suite>), keeping existing tags",
     )
     base.add_argument(
+        "--toolchains",
         "--node",
+        dest="toolchains",
         action="store_true",
-        help="build the Node.js image of every suite (swe-stream/node:<suite>: bookworm 18, "
-        "trixie 20, forky 24) on its base image, keeping existing tags",
+        help="build every language's toolchain images on their suites' base images (Node.js: "
+        "swe-stream/node:<suite>: bookworm 18, trixie 20, forky 24), keeping existing tags",
     )
     base.add_argument(
         "--keyring", type=Path, help="keyring for Release signatures (default: the host's)"
@@ -422,8 +424,8 @@ def cmd_images_instances(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_images(args: argparse.Namespace, settings: Settings) -> int:
-    if args.node:
-        return images_main_node(args.force)
+    if args.toolchains:
+        return images_main_toolchains(args.force)
     try:
         targets = resolve_targets(
             tag=args.tag,

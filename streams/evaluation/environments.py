@@ -39,7 +39,7 @@ from typing import Any
 
 from streams.core import metrics
 from streams.evaluation.image_builds import BuildPlan, ImageBuild, ImageBuildError
-from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
+from streams.evaluation.recipes.model import ENV_DIR, TESTBED, VENV, InstallRecipe, TreeFiles
 from streams.evaluation.sandbox import OWNER_LABEL, owner_label
 
 log = logging.getLogger("swe_stream.environments")
@@ -48,9 +48,6 @@ TOOLS_REPOSITORY = "swe-stream/tools"
 ENV_REPOSITORY = "swe-stream/env"
 INSTANCE_REPOSITORY = "swe-stream/instance"
 LABEL = "org.swe-stream.layer"
-VENV = "/opt/venv"
-TESTBED = "/testbed"
-ENV_DIR = "/opt/swe-env"  # where the env layer gets the recipe's dependency files
 # The mirrors these images use may serve a suite's Release file after its Valid-Until (a
 # snapshot, testing's short validity): signatures are still checked, the date is not.
 APT_OPTIONS = "-o Acquire::Check-Valid-Until=false"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from streams.evaluation.recipes.languages import languages
 from streams.evaluation.validator import (
     INSTALL_FAILED,
     TESTS_DID_NOT_RUN,
@@ -31,13 +32,9 @@ def _cause(pattern: str, text: str) -> Cause:
     return Cause(re.compile(pattern, re.MULTILINE), text)
 
 
+# the causes every language's logs may show; each language adds its own before them
+# (``Language.causes``: its package manager's and build's messages)
 INSTALL_CAUSES = (
-    _cause(
-        r"ERR_PNPM_FETCH_404\s+GET https?://[^/\s]+/(@?[^/\s]+(?:/[^/\s-][^/\s]*)?)/-/|"
-        r"npm (?:ERR!|error) 404|"
-        r"E404|Not Found - 404|Request failed \"404",
-        "a locked dependency is no longer in the registry (404) {0}",
-    ),
     _cause(
         r"ENOTFOUND|EAI_AGAIN|getaddrinfo|Could not resolve host|EALLOWREMOTE|"
         r"Could not read from remote repository|ssh: not found",
@@ -49,24 +46,7 @@ INSTALL_CAUSES = (
         r"Could not find a version that satisfies",
         "no release in the registry matches a dependency's range",
     ),
-    _cause(
-        r"ERR_PNPM_OUTDATED_LOCKFILE|frozen-lockfile|YN0028|not in sync|EUSAGE",
-        "the lockfile does not match package.json at this commit",
-    ),
-    _cause(
-        r"error TS\d+|Found \d+ errors? in|node_modules/typescript/lib/typescript\.js",
-        "the project's TypeScript build fails",
-    ),
-    _cause(
-        r"(?:npm (?:ERR!|error) command sh -c|ELIFECYCLE.*?) (.+)$",
-        "the project's own install script fails ({0})",
-    ),
-    _cause(r"gyp ERR!", "a native addon does not compile"),
     _cause(r"Failed building wheel|subprocess-exited-with-error", "a package's build fails"),
-    _cause(
-        r"EBADENGINE|Unsupported engine|requires a different Python",
-        "no Node / Python image satisfies the project's engines",
-    ),
 )
 RUN_CAUSES = (
     _cause(
@@ -97,11 +77,23 @@ CAUSES = {
 }
 
 
+def causes_of(reason: str) -> tuple[Cause, ...]:
+    """The causes to try for a rejection of ``reason``, in order: every language's own, then
+    the ones every language shares."""
+    own = tuple(
+        _cause(cause.pattern, cause.cause)
+        for language in languages()
+        for cause in language.causes
+        if cause.reason == reason
+    )
+    return (*own, *CAUSES.get(reason, ()))
+
+
 def failure_cause(reason: str, detail: str | None) -> str | None:
     """The cause ``detail``'s log shows for a rejection of ``reason``, or None."""
     if not detail:
         return None
-    for cause in CAUSES.get(reason, ()):
+    for cause in causes_of(reason):
         if match := cause.pattern.search(detail):
             group = next((g for g in match.groups() if g), "")
             return cause.text.format(group).strip().replace(" ()", "")

@@ -26,12 +26,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from streams.core.errors import MissingTool
+
+if TYPE_CHECKING:
+    from streams.evaluation.recipes.languages import ToolchainImages
 
 logger = logging.getLogger("swe_stream.images")
 
@@ -62,20 +65,6 @@ IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 EXTRA_CA_NAME = "swe-stream-extra.crt"
 
 _CHUNK = 1 << 20  # bytes per chunk streamed from tar to the engine
-
-# Node.js images: Debian's own ``nodejs`` and ``npm`` on a suite's base image, and corepack
-# (yarn, pnpm) where the suite does not package it (bookworm): from the npm registry. The Node
-# major of each suite is ``recipes.node_versions.DEBIAN_NODE`` (checked with ``apt-cache
-# policy nodejs``: bookworm 18, trixie 20, forky 24).
-NODE_IMAGE_PREFIX = "swe-stream/node"
-NODE_LABEL = "org.swe-stream.node"
-NODE_STEPS = (
-    "apt-get -o Acquire::Check-Valid-Until=false update",
-    "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm",
-    "(command -v corepack >/dev/null || npm install --global --no-audit --no-fund corepack)",
-    "node --version && npm --version && corepack --version",
-    "rm -rf /var/lib/apt/lists/* /root/.npm",
-)
 
 
 def base_image_exists(client: Any, tag: str) -> bool:
@@ -452,35 +441,42 @@ def build_base_images(
             client.close()
 
 
-def node_image_tag(suite: str, prefix: str = NODE_IMAGE_PREFIX) -> str:
-    """The Node image of Debian ``suite``: ``<prefix>:<suite>`` (its major is the suite's)."""
-    return f"{prefix}:{suite}"
-
-
-def node_dockerfile(base_image: str, major: str) -> str:
-    """The Dockerfile of a Node image on ``base_image`` (a suite's base image)."""
+def toolchain_dockerfile(images: ToolchainImages, base_image: str, version: str) -> str:
+    """The Dockerfile of a toolchain image on ``base_image`` (a suite's base image)."""
     return "\n".join(
         [
             f"FROM {base_image}",
-            # Node's own CA list lacks a TLS-intercepting proxy's: the system store has it
-            "ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt",
-            "RUN " + " && ".join(NODE_STEPS),
-            f'LABEL {NODE_LABEL}="{major}"',
+            *([f"# {images.note}"] if images.note else []),
+            *(f"ENV {name}={value}" for name, value in images.environment),
+            "RUN " + " && ".join(images.steps),
+            f'LABEL {images.label}="{version}"',
             "",
         ]
     )
 
 
-def build_node_images(
-    suites: dict[str, str],
+def registered_toolchain_images() -> dict[str, ToolchainImages]:
+    """Every registered language's toolchain images, by toolchain (``node``)."""
+    from streams.evaluation.recipes.languages import languages
+
+    return {
+        language.toolchain or language.name: language.toolchain_images
+        for language in languages()
+        if language.toolchain_images is not None
+    }
+
+
+def build_toolchain_images(
+    images: ToolchainImages,
+    suites: Mapping[str, str] | None = None,
     *,
     base_prefix: str = BASE_IMAGE_PREFIX,
     force: bool = False,
     client: Any | None = None,
 ) -> Iterator[BuildResult]:
-    """Build the Node image of each suite of ``suites`` (suite -> Node major) on its base image
-    ``<base_prefix>:<suite>`` (which must exist: ``build_base_images``), as
-    ``node_image_tag(suite)``; existing tags kept unless ``force``."""
+    """Build the toolchain image of each suite of ``suites`` (suite -> version; default: all
+    of ``images.by_suite``) on its base image ``<base_prefix>:<suite>`` (which must exist:
+    ``build_base_images``), as ``images.tag(suite)``; existing tags kept unless ``force``."""
     import io
 
     import docker
@@ -489,8 +485,8 @@ def build_node_images(
     if client is None:
         client = docker.from_env(timeout=1800)
     try:
-        for suite, major in suites.items():
-            tag = node_image_tag(suite)
+        for suite, version in (images.by_suite if suites is None else suites).items():
+            tag = images.tag(suite)
             started = time.monotonic()
             if not force and base_image_exists(client, tag):
                 yield BuildResult(tag, suite, False, 0.0)
@@ -498,7 +494,7 @@ def build_node_images(
             base = f"{base_prefix}:{suite}"
             if not base_image_exists(client, base):
                 raise RuntimeError(f"{tag} needs {base}: build it first (images base --all)")
-            dockerfile = node_dockerfile(base, major).encode()
+            dockerfile = toolchain_dockerfile(images, base, version).encode()
             try:
                 client.images.build(
                     fileobj=io.BytesIO(dockerfile), tag=tag, rm=True, forcerm=True, pull=False
@@ -507,7 +503,7 @@ def build_node_images(
                 lines = [str(chunk.get("stream", "")).rstrip() for chunk in exc.build_log]
                 tail = "\n".join(line for line in lines if line)[-3000:]
                 raise RuntimeError(f"building {tag} failed: {exc}\n{tail}") from None
-            logger.info("built Node %s image %s", major, tag)
+            logger.info("built %s image %s", version, tag)
             yield BuildResult(tag, suite, True, time.monotonic() - started)
     finally:
         if own_client:
@@ -538,29 +534,33 @@ def ensure_base_image(base_image: str) -> str | None:
     return None
 
 
-def ensure_node_image(node_images: dict[str, str], base_image: str) -> str | None:
-    """A problem that stops a JavaScript demo: none of ``node_images`` (Node major -> tag)
-    exists and the one of ``base_image``'s suite cannot be built on it."""
+def ensure_toolchain_image(toolchain: str, tags: Mapping[str, str], base_image: str) -> str | None:
+    """A problem that stops a demo of a language with ``toolchain``: none of ``tags`` (version
+    -> tag) exists and the one of ``base_image``'s suite cannot be built on it."""
     import docker
 
-    from streams.evaluation.recipes.languages.javascript.versions import DEBIAN_NODE
-
+    images = registered_toolchain_images().get(toolchain)
+    if images is None:
+        return None  # the base image is the toolchain's
     client = docker.from_env(timeout=1800)
     try:
-        if any(base_image_exists(client, tag) for tag in node_images.values()):
+        if any(base_image_exists(client, tag) for tag in tags.values()):
             return None
-        for suite, major in DEBIAN_NODE.items():
-            tag = node_image_tag(suite)
-            if node_images.get(major) == tag and base_image.endswith(f":{suite}"):
-                logger.info("building the Node %s image %s (about a minute)", major, tag)
+        for suite, version in images.by_suite.items():
+            tag = images.tag(suite)
+            if tags.get(version) == tag and base_image.endswith(f":{suite}"):
+                logger.info("building the %s %s image %s (about a minute)", toolchain, version, tag)
                 try:
-                    list(build_node_images({suite: major}, client=client))
+                    list(build_toolchain_images(images, {suite: version}, client=client))
                 except RuntimeError as exc:
                     return str(exc)
                 return None
     finally:
         client.close()
-    return "no Node.js image (docker.node_images) exists: run `swe-stream images base --node`"
+    return (
+        f"no {toolchain} image (docker.{toolchain}_images) exists: run `swe-stream images base "
+        f"--toolchains`"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -584,10 +584,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="build every Python's image (" + ", ".join(PYTHON_SUITES) + "), keeping existing tags",
     )
     parser.add_argument(
+        "--toolchains",
         "--node",
+        dest="toolchains",
         action="store_true",
-        help="build the Node.js image of every suite of DEBIAN_NODE (swe-stream/node:<suite>) "
-        "on its base image, keeping existing tags",
+        help="build every language's toolchain images (Node.js: swe-stream/node:<suite>) on "
+        "their suites' base images, keeping existing tags",
     )
     parser.add_argument(
         "--ca-bundle",
@@ -608,8 +610,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--force", action="store_true", help="rebuild even if the tag already exists"
     )
     args = parser.parse_args(argv)
-    if args.node:
-        return main_node(args.force)
+    if args.toolchains:
+        return main_toolchains(args.force)
     try:
         targets = resolve_targets(
             tag=args.tag, suite=args.suite, python=args.python, all_pythons=args.all_pythons
@@ -636,18 +638,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def main_node(force: bool = False) -> int:
-    """Build every Node image (``--node``); 1 when one fails."""
-    from streams.evaluation.recipes.languages.javascript.versions import DEBIAN_NODE
-
+def main_toolchains(force: bool = False) -> int:
+    """Build every registered language's toolchain images (``--toolchains``); 1 when one
+    fails."""
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     import docker.errors
 
     try:
-        for result in build_node_images(DEBIAN_NODE, force=force):
-            print(result, flush=True)
+        for images in registered_toolchain_images().values():
+            for result in build_toolchain_images(images, force=force):
+                print(result, flush=True)
     except (RuntimeError, OSError, docker.errors.DockerException) as exc:
         logger.error("%s", exc)
         return 1

@@ -1,311 +1,195 @@
 """The validator: a task proven by running its tests in Docker, and a patch graded against them.
 
-In one sandbox container from the task's instance image (``streams.evaluation.environments``;
-no network, CPU / memory / pids limits):
+``Validator`` is the one object the stages, the harness and the commands hold: a façade over
+three parts, each usable alone, that share its Docker client (made on first use) and clones:
 
-1. apply ``test_patch``, run the test files it touches once: the *before* results;
-2. apply ``patch``, run them ``validation.runs`` times (default 3): the *after* results; a test
-   whose result changes between runs is flaky and dropped;
-3. FAIL_TO_PASS = failed (or errored) before and passed in every after-run;
-   PASS_TO_PASS = passed before and in every after-run (``streams.evaluation.grading``).
+- the **recipe chooser** (``streams.evaluation.recipe_chooser``): the tree at a commit and
+  the install recipes to try there, best first (remembered, inferred with the overrides, a
+  given change over inference), on the interpreter images the engine has;
+- the **image provisioner** (``streams.evaluation.provisioner``): a recipe's images, built or
+  reused, as an ``Environment`` whose sandboxes the tests run in;
+- the **prover** (``streams.evaluation.prover``): the tests run before and after the fix and
+  judged (FAIL_TO_PASS / PASS_TO_PASS), a candidate patch graded, a recipe verified.
 
-Per-test results come from the test runner's log parser (``streams.evaluation.log_parsers``),
-never from the exit code alone; each run is killed at ``validation.test_timeout_seconds`` and
-the test it was in is reported (``timed_out``). A patch that does not apply is tried as
-SWE-bench does: ``git apply``, then with fuzz (``git apply -C1 --ignore-whitespace``), then
-``patch --fuzz=5``. ``evaluate`` grades any candidate patch the same way (the harness, and
-``swe-stream validate``'s gold and empty patches).
-
-Failures that reject a task raise ``ValidationFailed`` with its reason: patch does not apply,
-no FAIL_TO_PASS, every run timed out, unsupported language. Image builds that fail raise.
+Failures that reject a task raise ``ValidationFailed`` with its reason
+(``streams.evaluation.reasons``): patch does not apply, no FAIL_TO_PASS, every run timed out,
+unsupported language. Image builds that fail raise. What the parts define is importable from
+here too (``__all__``), where callers have always found it. Here besides: an exported task's
+environment (``task_environment``) and their re-validation (``validate_task_dirs``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import re
-import shlex
 import time
-from collections import Counter
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from pydantic import ValidationError
 
-from schemas import InstallConfig, PatchSet, ValidatedTask, ValidationReport
-from schemas.tasks import TestStatus
+from schemas import PatchSet, ValidatedTask
 from schemas.workspace import TaskWorkspace
 from streams.clients.git import RepoCache
-from streams.core import metrics
 from streams.core.settings import DockerSettings, ValidateSettings
-from streams.evaluation.environments import BuiltImage, EnvironmentBuilder, ImageBuildError
-from streams.evaluation.grading import Evaluation, Run, Verdict, judge, recipe_problem
-from streams.evaluation.images import base_image_exists
-from streams.evaluation.log_parsers import (
-    RUNNER_COMMANDS,
-    LogParser,
-    check_command,
-    file_of,
-    log_parser,
-    merge_statuses,
-    parse_report,
-    with_files,
+from streams.evaluation.environments import EnvironmentBuilder
+from streams.evaluation.grading import Evaluation, Run
+from streams.evaluation.prover import (
+    APPLY_COMMANDS,
+    PATCH_DIR,
+    REPORT_MARKER,
+    RUN_OUTPUT_LIMIT,
+    RUN_VARIABLES,
+    SCRIPT_AFTER_CHARS,
+    TEST_SCRIPT,
+    GeneratedTests,
+    Proof,
+    Prover,
+    ReportFile,
+    apply_patch,
+    counts,
+    read_report,
+    rebuild_after,
+    report_file,
+    runnable_test_files,
+    split_report,
+    test_command,
+    touches_compiled_sources,
+    why_no_fail_to_pass,
 )
-from streams.evaluation.recipes.infer import (
-    NO_NODE,
-    NO_PYTHON,
-    NO_RUNNER,
-    Inputs,
-    infer_recipes,
-    language_of,
-    runnable,
+from streams.evaluation.provisioner import Environment, ImageProvisioner
+from streams.evaluation.reasons import (
+    ENVIRONMENT_REASONS,
+    INSTALL_FAILED,
+    NO_FAIL_TO_PASS,
+    NO_TESTS,
+    PATCH_FAILS,
+    REBUILD_FAILED,
+    RECIPE_REJECTED,
+    SUBMODULE_MISSING,
+    TAIL_CHARS,
+    TEST_PATCH_FAILS,
+    TESTS_DID_NOT_RUN,
+    TESTS_FAIL_AFTER_FIX,
+    TESTS_SKIPPED,
+    TIMED_OUT,
+    UNSUPPORTED,
+    ValidationFailed,
+    tail,
 )
-from streams.evaluation.recipes.languages.javascript.recipe import tests_of_helpers
-from streams.evaluation.recipes.memory import (
-    RecipeTable,
-    as_override,
-    dependency_fingerprint,
-    layered,
-    trusted,
-)
-from streams.evaluation.recipes.model import (
-    JS_LANGUAGES,
-    InstallRecipe,
-    RecipeOrigin,
-    TreeFiles,
-    node_of_sources,
-)
-from streams.evaluation.recipes.overrides import (
-    WRONG_INTERPRETER,
-    Overrides,
-    RepositoryOverride,
-    interpreter_problem,
-)
+from streams.evaluation.recipe_chooser import RecipeChooser, own_sources
+from streams.evaluation.recipes.infer import NO_RUNNER
+from streams.evaluation.recipes.memory import RecipeTable, interpreter_fields
+from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
+from streams.evaluation.recipes.overrides import Overrides, RepositoryOverride
 from streams.evaluation.sandbox import Limits, Sandbox, remove_orphans
 from streams.evaluation.taskdir import WORKSPACE, find_task_dirs, load_workspace
 
+# what callers import from here, wherever it is defined now
+__all__ = [
+    "APPLY_COMMANDS",
+    "DOCKER_READ_TIMEOUT_SECONDS",
+    "ENVIRONMENT_REASONS",
+    "INSTALL_FAILED",
+    "NO_FAIL_TO_PASS",
+    "NO_RUNNER",
+    "NO_TESTS",
+    "PATCH_DIR",
+    "PATCH_FAILS",
+    "REBUILD_FAILED",
+    "RECIPE_REJECTED",
+    "REPORT_MARKER",
+    "RUN_OUTPUT_LIMIT",
+    "RUN_VARIABLES",
+    "SCRIPT_AFTER_CHARS",
+    "SUBMODULE_MISSING",
+    "TAIL_CHARS",
+    "TESTS_DID_NOT_RUN",
+    "TESTS_FAIL_AFTER_FIX",
+    "TESTS_SKIPPED",
+    "TEST_PATCH_FAILS",
+    "TEST_SCRIPT",
+    "TIMED_OUT",
+    "UNSUPPORTED",
+    "Environment",
+    "GeneratedTests",
+    "Proof",
+    "ReportFile",
+    "ValidationFailed",
+    "Validator",
+    "apply_patch",
+    "counts",
+    "docker_from_env",
+    "own_sources",
+    "read_report",
+    "rebuild_after",
+    "report_file",
+    "runnable_test_files",
+    "split_report",
+    "tail",
+    "task_environment",
+    "task_recipe_change",
+    "test_command",
+    "touches_compiled_sources",
+    "validate_task_dirs",
+    "why_no_fail_to_pass",
+]
+
 log = logging.getLogger("swe_stream.validator")
 
-NO_TESTS = "no_tests"
-TEST_PATCH_FAILS = "test_patch_does_not_apply"
-PATCH_FAILS = "patch_does_not_apply"
-NO_FAIL_TO_PASS = "no_fail_to_pass"
-TIMED_OUT = "tests_timed_out"
-UNSUPPORTED = "unsupported_language"
-INSTALL_FAILED = "install_failed"  # an env or instance build step failed
-TESTS_DID_NOT_RUN = "tests_did_not_run"  # no test result at all (usage/collection error)
-TESTS_FAIL_AFTER_FIX = "tests_fail_after_fix"  # results, but none passed with the fix
-TESTS_SKIPPED = "tests_skipped"  # every touched test skipped, with the fix too
-SUBMODULE_MISSING = "submodule_missing"  # tests did not run, a submodule is not there
-# NO_PYTHON (requires-python excludes every Python image), NO_NODE (engines.node every Node
-# image), NO_RUNNER (the test script runs no runner a log parser reads): ``recipes.infer``
-RECIPE_REJECTED = "recipe_rejected"  # a recipe verified from scratch did not run the tests
-# reasons another Python may not have: the next plausible one is tried
-ENVIRONMENT_REASONS = frozenset({TESTS_DID_NOT_RUN, TESTS_FAIL_AFTER_FIX})
-TAIL_CHARS = 1500  # of a failing build step's or test run's output, in a reason's detail
-
-PATCH_DIR = "/tmp/swe-stream"
-APPLY_COMMANDS = (
-    "git apply --verbose {path}",
-    "git apply --verbose --ignore-whitespace -C1 {path}",  # fuzz: one line of context
-    "patch --batch --forward --fuzz=5 -p1 -i {path}",
-)
+T = TypeVar("T")
 
 
-RUN_VARIABLES = {"PYTHONUNBUFFERED": "1"}
-# One exec argument is at most 128 KiB (MAX_ARG_STRLEN): a longer test command (thousands of
-# test files) runs from a script file, whose words the shell hands to the runner as argv
-SCRIPT_AFTER_CHARS = 32_000
-TEST_SCRIPT = f"{PATCH_DIR}/run-tests.sh"
+class Delegated(Generic[T]):
+    """An attribute of the façade that lives on its parts: read from the first of
+    ``holders``, set on every one of them. What is set through the façade thus reaches the
+    code that uses it, as when it was one object: a replay's ``pipeline_version``, or the
+    offline tests' ``tree`` and images, which the chooser's ``recipes`` calls."""
 
+    def __init__(self, *holders: str) -> None:
+        self.holders = holders
+        self.name = ""
 
-@dataclass(frozen=True)
-class ReportFile:
-    """Where a runner writes its machine-readable report, and the arguments that ask for it."""
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
 
-    path: str
-    arguments: str
+    @overload
+    def __get__(self, obj: None, objtype: type | None = None) -> Delegated[T]: ...
 
+    @overload
+    def __get__(self, obj: object, objtype: type | None = None) -> T: ...
 
-REPORTS = {
-    # xunit1 keeps each test's file, so node ids can be rebuilt exactly
-    "junit": ReportFile(
-        f"{PATCH_DIR}/report.xml", f"--junitxml={PATCH_DIR}/report.xml -o junit_family=xunit1"
-    ),
-}
+    def __get__(self, obj: object | None, objtype: type | None = None) -> T | Delegated[T]:
+        if obj is None:
+            return self
+        value: T = getattr(getattr(obj, self.holders[0]), self.name)
+        return value
 
-
-REJECTIONS = (NO_NODE, NO_PYTHON, NO_RUNNER)  # the language-specific reasons of ``recipes``
-
-
-def report_file(runner: str, parser: LogParser) -> ReportFile | None:
-    """Where ``runner`` writes its report and the arguments appended after the test files:
-    pytest's from ``REPORTS``, a JavaScript runner's from ``RUNNER_COMMANDS`` (the recipe
-    gave it its console options from the same table); None when it writes none, or only
-    with arguments before its files (node: its console, swe-stream's reporter, is read)."""
-    if parser.report is None:
-        return None
-    if parser.report in REPORTS:
-        return REPORTS[parser.report]
-    command = RUNNER_COMMANDS.get(runner)
-    if command is None or command.report_arguments is None or command.report_before_files:
-        return None
-    path = f"{PATCH_DIR}/report.{parser.report}"
-    return ReportFile(path, command.report_arguments.replace("{path}", shlex.quote(path)))
-
-
-REPORT_MARKER = "__swe_stream_report_7c1e__"
-RUN_OUTPUT_LIMIT = 64 << 20  # of a test run's stdout, its report included
-
-
-def split_report(stdout: str) -> tuple[str, str]:
-    """A run's stdout as (the runner's log, the report printed after ``REPORT_MARKER``); no
-    marker (the run was killed first): all log, no report."""
-    log_text, marker, report_text = stdout.rpartition(f"\n{REPORT_MARKER}\n")
-    if not marker:
-        return stdout, ""
-    return log_text + "\n", report_text
-
-
-def read_report(kind: str, text: str) -> dict[str, TestStatus] | None:
-    """The statuses of a run's machine-readable report, or None (not written: the run died
-    before, or the runner could not write it)."""
-    if not text.strip():
-        return None
-    try:
-        return parse_report(kind, text.encode())
-    except ValueError as exc:
-        log.info("unreadable %s report: %s", kind, exc)
-        return None
-
-
-def why_no_fail_to_pass(
-    recipe: InstallRecipe, verdict: Verdict, befores: list[Run], afters: list[Run]
-) -> ValidationFailed:
-    """The rejection of a proof without FAIL_TO_PASS: what the runs showed, in a reason that
-    says which of "it did not run", "nothing passes", "all skipped", "already passing" it
-    was, with the counts and the last run's output tail."""
-    runs = [*befores, *afters]
-    last = afters[-1] if afters else befores[-1]
-    shown = f"before the fix: {counts(verdict.before)}; after: {counts(verdict.after)}"
-    ended = f"exit code {last.exit_code}" + (", timed out" if last.timed_out else "")
-    output = tail(last.output)
-    if all(run.timed_out for run in runs):
-        return ValidationFailed(TIMED_OUT, f"{shown}; every run timed out\n{output}")
-    after = set(verdict.after.values())
-    if not verdict.after:
-        reason = TESTS_DID_NOT_RUN
-        if any("submodule" in note for note in recipe.notes):
-            reason = SUBMODULE_MISSING
-        notes = "; ".join(recipe.notes)
-        return ValidationFailed(
-            reason, f"no test result ({ended}){'; ' + notes if notes else ''}\n{output}"
-        )
-    if after == {"skipped"}:
-        steps = f"; pre-test steps: {list(recipe.pre_test_commands)}"
-        return ValidationFailed(TESTS_SKIPPED, f"{shown}{steps}\n{output}")
-    if "passed" not in after:
-        return ValidationFailed(TESTS_FAIL_AFTER_FIX, f"{shown} ({ended})\n{output}")
-    return ValidationFailed(NO_FAIL_TO_PASS, shown, tests_ran=len(verdict.after))
-
-
-def own_sources(recipe: InstallRecipe, user: RepositoryOverride | None) -> tuple[str, ...]:
-    """``recipe``'s sources, "override" only when the user's override file took part (a
-    remembered or submitted change is applied the way an override is, and says so itself)."""
-    return tuple(s for s in recipe.sources if s != "override" or user is not None)
-
-
-def runnable_test_files(environment: Environment, files: list[str]) -> list[str]:
-    """The test files to run for a PR's ``files``: a JS/TS test-named file that defines no
-    test replaced by the test files importing it (``js_recipe.tests_of_helpers``)."""
-    if not environment.recipe.is_js:
-        return files
-    tree = environment.tree
-    return tests_of_helpers(tree.names, tree.read, files)
-
-
-def test_command(base: str, files: list[str]) -> str:
-    """The recipe's test command run on ``files`` (shell-quoted)."""
-    return " ".join([base, *(shlex.quote(f) for f in files)])
-
-
-class ValidationFailed(Exception):
-    """A rejection found deep inside the sandbox run, with its reason (a short code for
-    metrics and filters) and its detail (for people: the step, the counts, a log tail)."""
-
-    def __init__(self, reason: str, detail: str = "", tests_ran: int = 0):
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
-        # tests with a status after the fix: the environment worked although the PR did not
-        self.tests_ran = tests_ran
-
-
-def tail(text: str, limit: int = TAIL_CHARS) -> str:
-    """The last ``limit`` characters of ``text``, from a line start where possible."""
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    cut = text[-limit:]
-    return "..." + (cut[cut.index("\n") :] if "\n" in cut[:200] else cut)
-
-
-def counts(statuses: dict[str, TestStatus]) -> str:
-    """``3 passed, 1 failed`` (statuses by number, most first)."""
-    tally = Counter(statuses.values())
-    return ", ".join(f"{n} {status}" for status, n in tally.most_common()) or "no results"
-
-
-@dataclass
-class Environment:
-    """A task's images, ready: what the tests and the test generator run in."""
-
-    tree: TreeFiles
-    recipe: InstallRecipe
-    env: BuiltImage
-    instance: BuiltImage
-    builder: EnvironmentBuilder
-
-    def sandbox(
-        self, limits: Limits, variables: dict[str, str] | None = None, **options: Any
-    ) -> Sandbox:
-        """A fresh container of the instance image: the repository at the base commit
-        (``options``: Sandbox's ``mounts``, ``name``, ``keep``)."""
-        return Sandbox(
-            self.builder.client, self.instance.tag, limits, environment=variables, **options
-        )
-
-    def release(self) -> None:
-        self.builder.release(self.env, self.instance)
-
-
-@dataclass
-class Proof:
-    """What running a test patch before and after the fix showed."""
-
-    report: ValidationReport
-    fail_to_pass: list[str]
-    pass_to_pass: list[str]
-
-
-@dataclass
-class GeneratedTests:
-    """Tests the test generator wrote, proven like a PR's own."""
-
-    test_patch: str
-    proof: Proof
-    turns: int
-    tokens: int
+    def __set__(self, obj: object, value: T) -> None:
+        for holder in self.holders:
+            setattr(getattr(obj, holder), self.name, value)
 
 
 class Validator:
     """Environments, sandbox runs and verdicts for tasks; blocking (callers use threads).
     Shared by validate, test generation and the harness: one Docker client, one clone cache,
-    one image cache."""
+    one image cache. Delegates to ``chooser`` (which recipes), ``provisioner`` (their images)
+    and ``prover`` (the tests run and judged)."""
+
+    repos = Delegated[RepoCache]("chooser", "prover")
+    docker = Delegated[DockerSettings]("chooser", "provisioner", "prover")
+    settings = Delegated[ValidateSettings]("chooser", "prover")
+    pipeline_version = Delegated[int]("chooser", "prover")
+    overrides = Delegated[Overrides]("chooser")
+    memory = Delegated[RecipeTable | None]("chooser")  # the recipes that worked (None: none)
+    # the chooser's look-ups at the clone and the engine: replaced here, they are replaced
+    # where ``recipes`` calls them
+    tree = Delegated[Callable[[str, str], TreeFiles]]("chooser")
+    images = Delegated[Callable[[], dict[str, dict[str, str]]]]("chooser")
+    toolchain_images = Delegated[Callable[[str], dict[str, str]]]("chooser")
+    python_images = Delegated[Callable[[], dict[str, str]]]("chooser")
+    node_images = Delegated[Callable[[], dict[str, str]]]("chooser")
 
     def __init__(
         self,
@@ -317,14 +201,14 @@ class Validator:
         overrides: Overrides | None = None,
         memory: RecipeTable | None = None,
     ):
-        self.memory = memory  # the recipes that worked (None: nothing remembered)
-        self.repos = repos
         self._docker_client = docker_client
         self._client: Any = None
-        self.docker = docker
-        self.settings = settings
-        self.pipeline_version = pipeline_version
-        self.overrides = overrides if overrides is not None else Overrides()
+        # the parts ask for the client when they first need it: made once, here
+        self.chooser = RecipeChooser(
+            repos, self._engine, docker, settings, pipeline_version, overrides, memory
+        )
+        self.provisioner = ImageProvisioner(self._engine, docker, self.chooser)
+        self.prover = Prover(repos, docker, settings, pipeline_version)
 
     @property
     def client(self) -> Any:
@@ -338,6 +222,9 @@ class Validator:
             except Exception as error:
                 log.warning("could not look for orphaned sandboxes and images: %s", error)
         return self._client
+
+    def _engine(self) -> Any:
+        return self.client
 
     def engine_answers(self, timeout: float = 5.0) -> bool:
         """Blocking: whether the Docker engine answers now (``/_ping`` within ``timeout``).
@@ -353,15 +240,9 @@ class Validator:
 
     @property
     def limits(self) -> Limits:
-        return Limits.from_settings(self.docker)
+        return self.prover.limits
 
-    def tree(self, repo: str, base_commit: str) -> TreeFiles:
-        """Blocking: ``repo``'s files at ``base_commit`` (cloned, or reused)."""
-        self.repos.ensure(repo, base_commit)
-        archive, problems = self.repos.archive_with_submodules(repo, base_commit)
-        for problem in problems:
-            log.info("%s: %s", repo, problem)
-        return TreeFiles(archive)
+    # -- which recipes: ``RecipeChooser`` ----------------------------------------------------
 
     def recipes(
         self,
@@ -370,40 +251,8 @@ class Validator:
         created_at: datetime | None = None,
         changed_files: Sequence[str] = (),
     ) -> tuple[TreeFiles, list[InstallRecipe]]:
-        """Blocking: clone (or reuse) ``repo`` and the recipes to try at ``base_commit``, best
-        first: the remembered ones (``remembered_recipes``), then inference's (at most
-        ``validation.max_python_attempts``), by the language of the tree (``LANGUAGES``;
-        ``changed_files``: the PR's, which pick a JavaScript workspace's package)."""
-        tree = self.tree(repo, base_commit)
-        override = self.overrides.lookup(repo)
-        # one look at the engine for every recipe made here
-        images, nodes = self.python_images(), self.node_images()
-        language = language_of(tree)
-        recipes, facts = self.inferred(
-            repo, base_commit, tree, created_at, override, images, changed_files, nodes
-        )
-        if facts is None or language is None:
-            raise ValidationFailed(
-                UNSUPPORTED,
-                "no install recipe recognises the repository (no Python project files, no "
-                "package.json)",
-            )
-        remembered = self.remembered_recipes(
-            repo, base_commit, tree, created_at, override, images, changed_files, nodes
-        )
-        if not recipes and not remembered:
-            inputs = Inputs(repo=repo, python_images=images, node_images=nodes)
-            reason, detail = language.no_recipe(facts, inputs)
-            raise ValidationFailed(reason, detail)
-        if not remembered and not any(runnable(r) for r in recipes):
-            notes = "; ".join(dict.fromkeys(n for r in recipes for n in r.notes))
-            raise ValidationFailed(
-                NO_RUNNER,
-                f"{language.name}: no test runner swe-stream reads "
-                f"({recipes[0].test_command!r}){'; ' + notes if notes else ''}",
-            )
-        inferred = [r for r in recipes[: self.settings.max_python_attempts] if r not in remembered]
-        return tree, [*remembered, *inferred]
+        """``RecipeChooser.recipes``: the tree and the recipes to try, best first."""
+        return self.chooser.recipes(repo, base_commit, created_at, changed_files)
 
     def inferred(
         self,
@@ -412,68 +261,13 @@ class Validator:
         tree: TreeFiles,
         created_at: datetime | None,
         override: RepositoryOverride | None,
-        images: dict[str, str] | None = None,
+        images: dict[str, dict[str, str]] | None = None,
         changed_files: Sequence[str] = (),
-        nodes: dict[str, str] | None = None,
     ) -> tuple[list[InstallRecipe], Any]:
-        """Inference's recipes for ``tree`` with ``override`` applied (``infer_recipes``), on
-        the Pythons of ``images`` (default: those on the engine) or the Node images on the
-        engine, as the tree's language wants."""
-        return infer_recipes(
-            tree,
-            repo=repo,
-            python_images=self.python_images() if images is None else images,
-            node_images=self.node_images() if nodes is None else nodes,
-            created_at=created_at,
-            release_tag=lambda: self.repos.release_tag(repo, base_commit),
-            override=override,
-            changed_files=changed_files,
+        """``RecipeChooser.inferred``: inference's recipes with ``override`` applied."""
+        return self.chooser.inferred(
+            repo, base_commit, tree, created_at, override, images, changed_files
         )
-
-    def remembered_recipes(
-        self,
-        repo: str,
-        base_commit: str,
-        tree: TreeFiles,
-        created_at: datetime | None,
-        override: RepositoryOverride | None,
-        images: dict[str, str],
-        changed_files: Sequence[str] = (),
-        nodes: dict[str, str] | None = None,
-    ) -> list[InstallRecipe]:
-        """The recipes the memory holds for this commit of ``repo`` (its own dependency
-        files' entry, then the repository's latest other one), made again by inference at
-        this commit with their changes over it; the user's override file still wins."""
-        if self.memory is None:
-            return []
-        fingerprint = dependency_fingerprint(tree)
-        entries = self.memory.candidates(repo, fingerprint)
-        own = bool(entries) and entries[0].fingerprint == fingerprint
-        result = "hit" if own else "repository" if entries else "miss"
-        metrics.RECIPE_MEMORY_LOOKUPS.labels(result=result).inc()
-        recipes: list[InstallRecipe] = []
-        for entry in entries:
-            if entry.python and images and entry.python not in images:
-                log.info("%s: remembered recipe needs python %s, not built", repo, entry.python)
-                continue
-            change = as_override(entry)
-            layers = layered(change, override)
-            made, _ = self.inferred(
-                repo, base_commit, tree, created_at, layers, images, changed_files, nodes
-            )
-            if not made:
-                continue
-            origin = RecipeOrigin(
-                entry.source,
-                change.model_dump(exclude_none=True, exclude={"python"}),
-                remembered=True,
-                trusted=trusted(entry, self.pipeline_version),
-            )
-            sources = (*own_sources(made[0], override), f"memory:{entry.source}")
-            recipe = dataclasses.replace(made[0], sources=sources, origin=origin)
-            if recipe not in recipes:
-                recipes.append(recipe)
-        return recipes
 
     def recipe_with(
         self,
@@ -485,71 +279,15 @@ class Validator:
         source: str,
         changed_files: Sequence[str] = (),
     ) -> InstallRecipe:
-        """Inference's recipe with ``change`` over it (a setup agent's submission), the
-        user's override file still winning (``changed_files``: the PR's, which pick a
-        JavaScript workspace's package); ValidationFailed when it names the other language's
-        interpreter (``interpreter_problem``), a Python with no base image (no_python) or a
-        Node major with no image (no_node_for_engines)."""
-        language = language_of(tree)
-        problem = interpreter_problem(language.name, change) if language else None
-        if problem:
-            raise ValidationFailed(WRONG_INTERPRETER, problem)
-        images, nodes = self.python_images(), self.node_images()
-        if change.python and images and change.python not in images:
-            raise ValidationFailed(
-                NO_PYTHON, f"no base image for python {change.python}; built: {sorted(images)}"
-            )
-        if change.node is not None and change.node not in nodes:
-            built = ", ".join(sorted(nodes, key=int)) or "none"
-            raise ValidationFailed(NO_NODE, f"no image for node {change.node}; built: {built}")
-        user = self.overrides.lookup(repo)
-        layers = layered(change, user)
-        made, _ = self.inferred(
-            repo, base_commit, tree, created_at, layers, images, changed_files, nodes
+        """``RecipeChooser.recipe_with``: inference's recipe with ``change`` over it."""
+        return self.chooser.recipe_with(
+            repo, base_commit, tree, created_at, change, source, changed_files
         )
-        if not made:
-            raise ValidationFailed(UNSUPPORTED, "no install recipe recognises the repository")
-        interpreter = {"python", "node"}  # the recipe's own, not part of its change
-        origin = RecipeOrigin(source, change.model_dump(exclude_none=True, exclude=interpreter))
-        sources = (*own_sources(made[0], user), source)
-        return dataclasses.replace(made[0], sources=sources, origin=origin)
 
-    def python_images(self) -> dict[str, str]:
-        """The Pythons whose base image is on the engine (``docker.python_images``); when
-        none is, the default base image, as whatever Python it has."""
-        present = {
-            python: tag
-            for python, tag in self.docker.python_images.items()
-            if base_image_exists(self.client, tag)
-        }
-        if not present:
-            log.warning(
-                "none of the base images %s is built (swe-stream images base --all): "
-                "validating on %s",
-                sorted(self.docker.python_images.values()),
-                self.docker.base_image,
-            )
-        return present
-
-    def node_images(self) -> dict[str, str]:
-        """The Node majors whose image is on the engine (``docker.node_images``; built by
-        ``swe-stream images base --node``); none: the default base image, whatever Node the
-        recipe finds there."""
-        return {
-            major: tag
-            for major, tag in self.docker.node_images.items()
-            if base_image_exists(self.client, tag)
-        }
+    # -- their images: ``ImageProvisioner`` --------------------------------------------------
 
     def builder(self, fresh: bool = False) -> EnvironmentBuilder:
-        return EnvironmentBuilder(
-            self.client,
-            self.docker.base_image,
-            self.docker.cache_level,
-            self.docker.package_cache,
-            self.docker.build_step_timeout_seconds,
-            fresh=fresh,
-        )
+        return self.provisioner.builder(fresh)
 
     def build(
         self,
@@ -559,55 +297,14 @@ class Validator:
         recipe: InstallRecipe,
         fresh: bool = False,
     ) -> Environment:
-        """Blocking: the env and instance images of ``recipe`` (built, or reused; ``fresh``:
-        built again even where they exist)."""
-        builder = self.builder(fresh)
-        env = builder.env_image(repo, recipe)
-        try:
-            instance = builder.instance_image(instance_id, env, tree, recipe)
-        except BaseException:
-            builder.release(env, None)
-            raise
-        return Environment(tree, recipe, env, instance, builder)
+        """``ImageProvisioner.build``: the env and instance images of ``recipe``."""
+        return self.provisioner.build(repo, instance_id, tree, recipe, fresh)
 
     def exploration(
         self, repo: str, instance_id: str, tree: TreeFiles, recipe: InstallRecipe
     ) -> Environment:
-        """Blocking: where a setup agent starts: the images of ``recipe`` when they build,
-        else the repository at the base commit on the tools layer (a venv, pip, uv, git)
-        with nothing installed."""
-        try:
-            return self.build(repo, instance_id, tree, recipe)
-        except ImageBuildError as exc:
-            if not exc.step:
-                raise
-        builder = self.builder()
-        tools = builder.tools_image(recipe.base_image or self.docker.base_image)
-        bare = dataclasses.replace(recipe, install_commands=(), pre_test_commands=())
-        instance = builder.instance_image(f"{instance_id}-explore", tools, tree, bare)
-        return Environment(tree, bare, tools, instance, builder)
-
-    def verify(self, environment: Environment, test_patch: str, test_files: list[str]) -> int:
-        """Blocking: whether ``environment`` runs the PR's touched test files at the base
-        commit with per-test statuses (those the base commit has; all of them with the test
-        patch applied when it has none); the number of tests with a status, or
-        ValidationFailed(recipe_rejected) saying what the run showed."""
-        existing = [f for f in test_files if environment.tree.has(f)]
-        files = runnable_test_files(environment, existing or test_files)
-        command = test_command(environment.recipe.test_command, files)
-        with environment.sandbox(self.limits, RUN_VARIABLES) as box:
-            if not existing and test_patch.strip():
-                box.put_file(f"{PATCH_DIR}/test.patch", test_patch)
-                if not self._apply(box, f"{PATCH_DIR}/test.patch"):
-                    raise ValidationFailed(TEST_PATCH_FAILS)
-            run = self.run_tests(box, command, environment.recipe.test_runner, files=files)
-        problem = recipe_problem(run.statuses)
-        if problem:
-            ended = f"exit code {run.exit_code}" + (", timed out" if run.timed_out else "")
-            raise ValidationFailed(
-                RECIPE_REJECTED, f"{problem} ({ended}; `{command}`)\n{tail(run.output)}"
-            )
-        return len(run.statuses)
+        """``ImageProvisioner.exploration``: where a setup agent starts."""
+        return self.provisioner.exploration(repo, instance_id, tree, recipe)
 
     def environments(
         self,
@@ -618,37 +315,16 @@ class Validator:
         prefer_python: str | None = None,
         changed_files: Sequence[str] = (),
     ) -> Generator[Environment, None, None]:
-        """Blocking: an environment per recipe that installs, best first (``built``)."""
-        tree, recipes = self.recipes(repo, base_commit, created_at, changed_files)
-        if prefer_python is not None:
-            recipes.sort(key=lambda recipe: recipe.python != prefer_python)
-        yield from self.built(repo, instance_id, tree, recipes)
+        """``ImageProvisioner.environments``: one per recipe that installs, best first."""
+        return self.provisioner.environments(
+            repo, base_commit, instance_id, created_at, prefer_python, changed_files
+        )
 
     def built(
         self, repo: str, instance_id: str, tree: TreeFiles, recipes: list[InstallRecipe]
     ) -> Generator[Environment, None, None]:
-        """Blocking: the environment of each of ``recipes`` that installs, in order; the
-        consumer releases each. Raises ValidationFailed(install_failed) once none has
-        installed (with every attempt's failed step and log tail)."""
-        failures: list[str] = []
-        built = 0
-        for recipe in recipes:
-            try:
-                environment = self.build(repo, instance_id, tree, recipe)
-            except ImageBuildError as exc:
-                if not exc.step:  # the engine's trouble (a missing base image), not the recipe's
-                    raise
-                failures.append(
-                    f"{recipe.interpreter} ({', '.join(recipe.sources)}): {exc.layer} step "
-                    f"`{exc.step}` failed:\n"
-                    + tail(exc.log_tail, TAIL_CHARS // max(1, len(recipes)))
-                )
-                log.info("%s: %s does not install: %s", repo, recipe.interpreter, exc.step)
-                continue
-            built += 1
-            yield environment
-        if not built:
-            raise ValidationFailed(INSTALL_FAILED, "\n".join(failures))
+        """``ImageProvisioner.built``: the environment of each of ``recipes`` that installs."""
+        return self.provisioner.built(repo, instance_id, tree, recipes)
 
     def environment(
         self,
@@ -658,12 +334,16 @@ class Validator:
         created_at: datetime | None = None,
         prefer_python: str | None = None,
     ) -> Environment:
-        """Blocking: clone (or reuse) ``repo``, and build (or reuse) the images of the first
-        recipe that installs."""
-        candidates = self.environments(repo, base_commit, instance_id, created_at, prefer_python)
-        environment = next(candidates)
-        candidates.close()
-        return environment
+        """``ImageProvisioner.environment``: the first recipe's that installs."""
+        return self.provisioner.environment(
+            repo, base_commit, instance_id, created_at, prefer_python
+        )
+
+    # -- the tests run and judged: ``Prover`` ------------------------------------------------
+
+    def verify(self, environment: Environment, test_patch: str, test_files: list[str]) -> int:
+        """``Prover.verify``: whether ``environment`` runs the PR's test files at all."""
+        return self.prover.verify(environment, test_patch, test_files)
 
     def evaluate(
         self,
@@ -673,26 +353,8 @@ class Validator:
         fail_to_pass: list[str],
         pass_to_pass: list[str],
     ) -> Evaluation:
-        """Blocking: grade ``candidate`` (a patch; empty = the repository as it is) as
-        SWE-bench does: hidden tests applied after it, then every FAIL_TO_PASS and
-        PASS_TO_PASS test must pass."""
-        tests = fail_to_pass + pass_to_pass
-        files = sorted({file_of(test) or test for test in tests})
-        command = test_command(environment.recipe.test_command, files)
-        with environment.sandbox(self.limits, RUN_VARIABLES) as box:
-            box.put_files(
-                {f"{PATCH_DIR}/candidate.patch": candidate, f"{PATCH_DIR}/test.patch": test_patch}
-            )
-            if candidate.strip() and not self._apply(box, f"{PATCH_DIR}/candidate.patch"):
-                return Evaluation(False, {}, fail_to_pass, pass_to_pass)
-            rebuild_after(box, environment.recipe, candidate)
-            if test_patch.strip() and not self._apply(box, f"{PATCH_DIR}/test.patch"):
-                raise ValidationFailed(TEST_PATCH_FAILS)
-            runner = environment.recipe.test_runner
-            statuses = self.run_tests(box, command, runner, files=files).statuses
-        return Evaluation(
-            True, {t: statuses.get(t, "error") for t in tests}, fail_to_pass, pass_to_pass
-        )
+        """``Prover.evaluate``: ``candidate`` graded as SWE-bench grades it."""
+        return self.prover.evaluate(environment, candidate, test_patch, fail_to_pass, pass_to_pass)
 
     def prove(
         self,
@@ -702,46 +364,8 @@ class Validator:
         test_files: list[str],
         before_runs: int = 1,
     ) -> Proof:
-        """Blocking: in a fresh sandbox, the tests ``before_runs`` times before the fix, then
-        ``validation.runs`` times after it."""
-        test_files = runnable_test_files(environment, test_files)
-        command = test_command(environment.recipe.test_command, test_files)
-        started = time.monotonic()
-        with environment.sandbox(self.limits, RUN_VARIABLES) as box:
-            box.put_files({f"{PATCH_DIR}/test.patch": test_patch, f"{PATCH_DIR}/fix.patch": fix})
-            if not self._apply(box, f"{PATCH_DIR}/test.patch"):
-                raise ValidationFailed(TEST_PATCH_FAILS)
-            runner = environment.recipe.test_runner
-            befores = [
-                self.run_tests(box, command, runner, files=test_files) for _ in range(before_runs)
-            ]
-            if not self._apply(box, f"{PATCH_DIR}/fix.patch"):
-                raise ValidationFailed(PATCH_FAILS)
-            rebuild_after(box, environment.recipe, fix)
-            afters = [
-                self.run_tests(box, command, runner, files=test_files)
-                for _ in range(self.settings.runs)
-            ]
-        runs = [*befores, *afters]
-        verdict = judge(befores, afters)
-        report = ValidationReport(
-            image=environment.instance.tag,
-            runs=len(runs),
-            duration_seconds=round(time.monotonic() - started, 3),
-            before=verdict.before,
-            after=verdict.after,
-            flaky=verdict.flaky,
-            timed_out=sorted({r.hung_test for r in runs if r.hung_test}),
-            test_seconds=round(sum(r.seconds for r in runs), 3),
-            exit_codes=[r.exit_code for r in runs],
-            contradictions=[
-                f"run {n}: {r.contradiction}" for n, r in enumerate(runs, 1) if r.contradiction
-            ],
-        )
-        fail_to_pass, pass_to_pass = report.fail_to_pass(), report.pass_to_pass()
-        if not fail_to_pass:
-            raise why_no_fail_to_pass(environment.recipe, verdict, befores, afters)
-        return Proof(report, fail_to_pass, pass_to_pass)
+        """``Prover.prove``: the tests before and after the fix, judged."""
+        return self.prover.prove(environment, fix, test_patch, test_files, before_runs)
 
     def task(
         self,
@@ -751,50 +375,11 @@ class Validator:
         test_patch: str,
         generated: tuple[int, int] | None = None,
     ) -> ValidatedTask:
-        recipe = environment.recipe
-        tests = proof.fail_to_pass + proof.pass_to_pass
-        return ValidatedTask(
-            pipeline_version=self.pipeline_version,
-            number=patches.number,
-            repo=patches.repo,
-            instance_id=patches.instance_id,
-            base_commit=patches.base_commit,
-            patch=patches.patch,
-            test_patch=test_patch,
-            problem_statement=patches.problem_statement,
-            hints_text=patches.hints_text,
-            created_at=patches.created_at,
-            version=patches.version,
-            FAIL_TO_PASS=proof.fail_to_pass,
-            PASS_TO_PASS=proof.pass_to_pass,
-            environment_setup_commit=patches.environment_setup_commit,
-            validation=proof.report,
-            tests_generated=generated is not None,
-            testgen_turns=generated[0] if generated else None,
-            testgen_tokens=generated[1] if generated else None,
-            classification=patches.classification,
-            difficulty_score=patches.score,
-            install_config=InstallConfig(
-                language=recipe.language,
-                base_image=recipe.base_image or self.docker.base_image,
-                env_image=environment.env.tag,
-                instance_image=environment.instance.tag,
-                install_commands=list(recipe.install_commands),
-                test_command=recipe.test_command,
-                python=recipe.python,
-                test_runner=recipe.test_runner,
-                system_packages=list(recipe.system_packages),
-                env_commands=list(recipe.env_commands),
-                pre_test_commands=list(recipe.pre_test_commands),
-                environment=recipe.variables,
-                recipe=list(recipe.sources),
-                remote=self.repos.public_url(patches.repo),
-            ),
-            checks=[check_command(recipe.test_command, recipe.test_runner, t) for t in tests],
-        )
+        """``Prover.task``: the validated task ``proof`` makes of ``patches``."""
+        return self.prover.task(patches, environment, proof, test_patch, generated)
 
     def _apply(self, box: Sandbox, path: str) -> bool:
-        return apply_patch(box, path)
+        return self.prover._apply(box, path)
 
     def run_tests(
         self,
@@ -804,89 +389,8 @@ class Validator:
         timeout: float | None = None,
         files: Sequence[str] = (),
     ) -> Run:
-        """One run of ``command`` in ``box`` (killed at ``timeout``, default
-        ``validation.test_timeout_seconds``): per-test statuses from ``runner``'s report and
-        log, the exit code, and whether the two contradict each other (logged, counted).
-        ``files``: the test files it runs, put in the ids of a JS runner that names none."""
-        parser = log_parser(runner)
-        report = report_file(runner, parser)
-        if report is not None:
-            # the report is printed after the run, in the same exec, behind a marker line
-            command = (
-                f"rm -f {report.path}; {command} {report.arguments}; rc=$?; "
-                f"echo; echo {REPORT_MARKER}; cat {report.path} 2>/dev/null; exit $rc"
-            )
-        if len(command) > SCRIPT_AFTER_CHARS:
-            box.put_file(TEST_SCRIPT, command + "\n")
-            command = f"sh {TEST_SCRIPT}"
-        result = box.run(
-            command,
-            timeout=timeout or self.settings.test_timeout_seconds,
-            output_limit=RUN_OUTPUT_LIMIT,
-        )
-        metrics.VALIDATION_RUN_SECONDS.observe(result.inner_seconds)
-        log_text, report_text = split_report(result.stdout)
-        output = log_text + result.stderr
-        statuses = parser.parse(output)
-        if report is not None and parser.report is not None:
-            statuses = merge_statuses(read_report(parser.report, report_text), statuses)
-        if runner in RUNNER_COMMANDS:  # ava, mocha's console: ids without their file
-            statuses = with_files(statuses, list(files))
-        hung = parser.running_when_killed(output) if result.timed_out else None
-        if hung:
-            statuses[hung] = "error"
-        run = Run(
-            statuses,
-            result.inner_seconds,
-            result.timed_out,
-            hung,
-            exit_code=result.exit_code,
-            output=tail(output, 4 * TAIL_CHARS),
-        )
-        if run.contradiction:
-            metrics.TEST_EXIT_CONTRADICTIONS.inc()
-            log.warning("test run contradicts itself: %s (%s)", run.contradiction, command[:200])
-        return run
-
-
-_COMPILED_SOURCE = re.compile(
-    r"^diff --git a/\S+\.(?:c|h|cc|cpp|cxx|hpp|pyx|pxd|pxi|f|f90|rs)\s", re.MULTILINE
-)
-# JavaScript / TypeScript the tests load from a build (dist/, lib/cjs/): the recipe's build
-# steps run again after a patch that changes sources
-_JS_SOURCE = re.compile(r"^diff --git a/\S+\.(?:[cm]?[jt]sx?|vue|svelte)\s", re.MULTILINE)
-REBUILD_FAILED = "rebuild_failed"
-
-
-def touches_compiled_sources(patch: str, language: str = "Python") -> bool:
-    """Whether ``patch`` changes a source file of a compiled extension (or, for JavaScript /
-    TypeScript, a source file of the build the tests load)."""
-    if language in JS_LANGUAGES and _JS_SOURCE.search(patch):
-        return True
-    return bool(_COMPILED_SOURCE.search(patch))
-
-
-def rebuild_after(box: Sandbox, recipe: InstallRecipe, patch: str, timeout: float = 900) -> None:
-    """Rebuild the compiled extensions in place when ``patch`` changed their sources (the
-    images hold what the base commit's sources built into); ValidationFailed when the
-    rebuild fails."""
-    if not recipe.rebuild_commands or not touches_compiled_sources(patch, recipe.language):
-        return
-    for command in recipe.rebuild_commands:
-        result = box.run(command, timeout=timeout)
-        if result.exit_code != 0:
-            raise ValidationFailed(
-                REBUILD_FAILED, f"`{command}` exited {result.exit_code}\n{tail(result.output)}"
-            )
-
-
-def apply_patch(box: Sandbox, path: str) -> bool:
-    """Apply the patch at ``path`` (inside the box) as SWE-bench does: plain, then with fuzz."""
-    for template in APPLY_COMMANDS:
-        result = box.run(template.format(path=path), timeout=120)
-        if result.exit_code == 0:
-            return True
-    return False
+        """``Prover.run_tests``: one run of ``command`` in ``box``, its statuses read."""
+        return self.prover.run_tests(box, command, runner, timeout, files)
 
 
 # The client's read timeout must outlast the longest command: an exec answers only when its
@@ -908,12 +412,16 @@ def task_recipe_change(config: dict[str, Any]) -> RepositoryOverride | None:
     itself, so the task builds the same anywhere. None for a task without one."""
     if not config.get("test_command"):
         return None
-    # a JS task's Node major is its recipe's ``node:N`` source
-    node = node_of_sources(config.get("recipe") or [])
+    # the toolchain version it ran on, as its language reads it off the recipe (a JS task's
+    # Node major is its recipe's ``node:N`` source)
+    ran_on = InstallRecipe(
+        language=config.get("language") or "",
+        python=config.get("python"),
+        sources=tuple(config.get("recipe") or ()),
+    )
     try:
         return RepositoryOverride(
-            python=config.get("python"),
-            node=node,
+            **interpreter_fields(ran_on),
             system_packages=config.get("system_packages"),
             env=config.get("env_commands"),
             install=config.get("install_commands"),

@@ -14,12 +14,11 @@ import pytest
 
 from agents.setup_agent import SetupAgent, SetupFailure, documents, setup_messages, unavailable
 from agents.testgen import (
-    SUBMIT,
-    SUBMIT_JS,
     AgenticTestGenerator,
     Rejected,
     SubmitArgs,
     check_claims,
+    submit_tool,
 )
 from agents.testgen import testgen_messages as generation_messages  # not a test: no test_
 from agents.validate import ValidateStage
@@ -34,6 +33,7 @@ from streams.core.settings import (
     ValidateSettings,
 )
 from streams.evaluation.log_parsers import RUNNER_COMMANDS
+from streams.evaluation.recipes.languages import language_named
 from streams.evaluation.recipes.memory import RecipeTable
 from streams.evaluation.recipes.model import InstallRecipe
 from streams.evaluation.sandbox import Limits
@@ -85,7 +85,7 @@ JS_RECIPE = InstallRecipe(
 )  # fmt: skip
 PY_RECIPE = InstallRecipe(
     "Python", install_commands=("uv pip install -e .",), test_command="python -m pytest -rA",
-    python="3.11",
+    test_runner="pytest", python="3.11",
 )  # fmt: skip
 
 
@@ -95,7 +95,7 @@ def test_the_setup_prompts_are_the_repositorys_languages() -> None:
         patch_set(REPO, ["test/units.test.js"]), tree(JS_TREE), JS_RECIPE, "no_test_runner",
         "JavaScript: no test runner swe-stream reads ('npm test --')",
     )  # fmt: skip
-    system, user = (m["content"] for m in setup_messages(js, PYTHONS, NODES, 4))
+    system, user = (m["content"] for m in setup_messages(js, {"python": PYTHONS, "node": NODES}, 4))
     assert "JavaScript / TypeScript repository" in system and "/testbed/node_modules" in system
     assert "/opt/venv" not in system and "`python`: one of" not in system
     assert "`node`: the Node major, one of 18, 20, 24" in system
@@ -109,13 +109,17 @@ def test_the_setup_prompts_are_the_repositorys_languages() -> None:
     assert "--- Makefile\ntest:" in user and "--- .github/workflows/ci.yml" in user
     assert "--- package-lock.json: the lockfile (over 2000 bytes)" in user
     assert "yyyy" not in user and "--- tox.ini" not in user and "secret_sauce" not in user
-    small = documents(tree(JS_TREE | {"yarn.lock": "# yarn lockfile v1\n"}), js=True)
+    small = documents(
+        tree(JS_TREE | {"yarn.lock": "# yarn lockfile v1\n"}), language_named("JavaScript")
+    )
     assert "--- yarn.lock\n# yarn lockfile v1" in small
 
     python = SetupFailure(
         patch_set("o/py", ["tests/test_a.py"]), tree(JS_TREE), PY_RECIPE, "tests_skipped", "log"
     )
-    system, user = (m["content"] for m in setup_messages(python, PYTHONS, NODES, 4))
+    system, user = (
+        m["content"] for m in setup_messages(python, {"python": PYTHONS, "node": NODES}, 4)
+    )
     assert system.startswith("You set up a Python repository's test environment")
     assert "/opt/venv" in system and "`python`: one of 3.11, 3.13." in system
     assert "node_modules" not in system and "Node major" not in system
@@ -148,11 +152,16 @@ def test_the_testgen_prompt_is_the_repositorys_language() -> None:
     assert "pytest ids" in py_system and "Test framework: Python, pytest" in py_system
     assert " > " not in py_system
 
-    # the tool's schema says which ids; a rejection shows a JS model the ids the run saw
-    js_ids = SUBMIT_JS.schema()["function"]["parameters"]["properties"]["fail_to_pass"]
-    py_ids = SUBMIT.schema()["function"]["parameters"]["properties"]["fail_to_pass"]
-    assert "<file> > <describe blocks> > <title>" in js_ids["description"]
-    assert py_ids["description"].startswith("pytest ids")
+    # the tool's schema says which ids, as the language spells them; a rejection shows the
+    # model the ids the run saw
+    javascript, python_language = language_named("JavaScript"), language_named("Python")
+    assert javascript is not None and python_language is not None
+    js_tool = submit_tool(javascript.test_id_shape("jest"))
+    py_tool = submit_tool(python_language.test_id_shape("pytest"))
+    js_ids = js_tool.schema()["function"]["parameters"]["properties"]["fail_to_pass"]
+    py_ids = py_tool.schema()["function"]["parameters"]["properties"]["fail_to_pass"]
+    assert "then the titles of the describe blocks" in js_ids["description"]
+    assert "a pytest node id (path::Class::test_name)" in py_ids["description"]
     report = ValidationReport(
         image="x", runs=2, duration_seconds=1,
         before={"t.test.js > a > b": "failed"}, after={"t.test.js > a > b": "passed"},
@@ -160,10 +169,9 @@ def test_the_testgen_prompt_is_the_repositorys_language() -> None:
     proof = Proof(report, ["t.test.js > a > b"], [])
     wrong = SubmitArgs(files={"t.test.js": "x"}, fail_to_pass=["t.test.js > b"])
     with pytest.raises(Rejected, match=r"The run's test ids: t\.test\.js > a > b$"):
-        check_claims(proof, wrong, js=True)
-    with pytest.raises(Rejected) as python:
         check_claims(proof, wrong)
-    assert "The run's test ids" not in str(python.value)
+    claimed_and_run = SubmitArgs(files={"t.test.js": "x"}, fail_to_pass=["t.test.js > a > b"])
+    check_claims(proof, claimed_and_run)  # every claim held: nothing to say
 
 
 def stage(

@@ -2,10 +2,9 @@
 
 A recipe that made a repository's tests run (heuristic, override, the setup agent's, or one a
 person edited) is remembered as a ``RememberedRecipe``, keyed by the repository and a
-fingerprint of its dependency files (``dependency_fingerprint``: Python's, or for a
-JavaScript / TypeScript tree its package.json files, lockfile and package-manager and Node
-version files), with its interpreter: the Python of a Python recipe, the Node major of a
-JavaScript / TypeScript one. The repository's later PRs
+fingerprint of its dependency files (``dependency_fingerprint``: the files its language says
+decide how it installs), with its toolchain version (the Python of a Python recipe, the Node
+major of a JavaScript / TypeScript one). The repository's later PRs
 try it first: the entry of their own fingerprint, else the repository's most recent one. A
 remembered recipe is the change it makes to inference, as an override is (``as_override``):
 inference reruns at every commit, so the requirement files it writes are always the commit's.
@@ -26,32 +25,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from schemas import RememberedRecipe
-from streams.evaluation.recipes.languages.javascript.package import MAX_LOCKFILE_BYTES
-from streams.evaluation.recipes.languages.python.project import is_requirements_name
+from streams.evaluation.recipes.languages import language_named, language_of
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
-from streams.evaluation.recipes.overrides import RepositoryOverride
+from streams.evaluation.recipes.overrides import INTERPRETER_FIELDS, RepositoryOverride
 
-# files whose content decides how a Python project installs (a change to one of them may
-# need another recipe); test and source files do not
-DEPENDENCY_FILES = frozenset(
-    {
-        "pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "noxfile.py", "Pipfile",
-        "Pipfile.lock", "poetry.lock", "pdm.lock", "uv.lock", "environment.yml",
-        ".python-version", "MANIFEST.in", "pytest.ini", "conftest.py",
-    }
-)  # fmt: skip
-# the same for a JavaScript / TypeScript tree (top level; and every package.json of its
-# workspaces): what its install and its Node major are made of
-JS_DEPENDENCY_FILES = frozenset(
-    {
-        "package.json", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock",
-        "pnpm-lock.yaml", "pnpm-workspace.yaml", "lerna.json", ".npmrc", ".yarnrc",
-        ".yarnrc.yml", ".nvmrc", ".node-version",
-    }
-)  # fmt: skip
 # the interpreter of a recipe (one per language: ``overrides.interpreter_problem``), then the
 # fields of the change it makes over inference
-INTERPRETER_FIELDS = ("python", "node")
 CHANGE_FIELDS = (
     "system_packages", "env", "install", "pre_test", "test_command", "test_runner",
     "environment",
@@ -59,36 +38,19 @@ CHANGE_FIELDS = (
 OVERRIDE_FIELDS = (*INTERPRETER_FIELDS, *CHANGE_FIELDS)
 
 
-def _is_js_names(names: list[str]) -> bool:
-    """Whether a tree of these files is validated as JavaScript / TypeScript: a package.json
-    and nothing of a Python project (``recipes.infer.LANGUAGES`` tries Python first)."""
-    python = {"pyproject.toml", "setup.py", "setup.cfg"}
-    return "package.json" in names and not any(
-        name in python or name.endswith(".py") for name in names
-    )
-
-
-def dependency_files(names: Iterable[str]) -> list[str]:
-    """The files of a tree that say how it installs: the top-level ``DEPENDENCY_FILES`` and
-    every requirements file; for a JavaScript / TypeScript tree the top-level
-    ``JS_DEPENDENCY_FILES`` and every package.json outside node_modules."""
-    names = list(names)
-    if _is_js_names(names):
-        return sorted(
-            name
-            for name in names
-            if name in JS_DEPENDENCY_FILES
-            or (name.endswith("/package.json") and "node_modules/" not in name)
-        )
-    return sorted(name for name in names if name in DEPENDENCY_FILES or is_requirements_name(name))
+def dependency_files(tree: TreeFiles) -> list[str]:
+    """The files of a tree that say how it installs, as its language names them
+    (``Language.fingerprint_files``); none for a tree no language recognises."""
+    language = language_of(tree)
+    return language.fingerprint_files(tree.names) if language is not None else []
 
 
 def dependency_fingerprint(tree: TreeFiles) -> str:
     """16 hex digits of SHA-256 over the dependency files' paths and contents."""
     digest = hashlib.sha256()
-    names = tree.names
-    limit = MAX_LOCKFILE_BYTES if _is_js_names(names) else 1 << 20  # lockfiles pass 1 MiB
-    for name in dependency_files(names):
+    language = language_of(tree)
+    limit = language.fingerprint_limit if language is not None else 1 << 20
+    for name in dependency_files(tree):
         digest.update(name.encode() + b"\0" + (tree.read(name, limit) or b"") + b"\0")
     return digest.hexdigest()[:16]
 
@@ -218,8 +180,7 @@ def remembered_entry(
         repo=repo,
         fingerprint=dependency_fingerprint(tree),
         source=origin.source,
-        python=recipe.python,
-        node=recipe.node,
+        **interpreter_fields(recipe),
         **{k: v for k, v in origin.change.items() if k in CHANGE_FIELDS},
         instance_id=instance_id,
         base_commit=base_commit,
@@ -227,6 +188,16 @@ def remembered_entry(
         verified_at=datetime.now(UTC),
         notes=list(notes),
     )
+
+
+def interpreter_fields(recipe: InstallRecipe) -> dict[str, str | None]:
+    """The override fields of ``recipe``'s toolchain version (``python``, ``node``): its
+    Python, or the version its language reads off it."""
+    language = language_named(recipe.language)
+    fields: dict[str, str | None] = {"python": recipe.python}
+    if language is not None and language.toolchain in INTERPRETER_FIELDS:
+        fields[language.toolchain] = language.version_of(recipe)
+    return fields
 
 
 def trusted(entry: RememberedRecipe, pipeline_version: int) -> bool:

@@ -10,18 +10,13 @@ import hashlib
 import io
 import json
 import tarfile
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-# the languages of the recipes Node runs (``recipes.js_recipe``); the others are Python's
-JS_LANGUAGES = frozenset({"JavaScript", "TypeScript"})
-
-
-def node_of_sources(sources: Iterable[str]) -> str | None:
-    """The Node major a recipe's sources name (``node:20``), or None."""
-    node = next((s.split(":", 1)[1] for s in map(str, sources) if s.startswith("node:")), None)
-    return node if node is not None and node.isdigit() else None
+# where the images put things: the recipes' commands name them
+VENV = "/opt/venv"  # the Python venv of the tools layer
+TESTBED = "/testbed"  # the repository in the instance image
+ENV_DIR = "/opt/swe-env"  # where the env layer gets the recipe's dependency files
 
 
 @dataclass(frozen=True)
@@ -47,9 +42,12 @@ class InstallRecipe:
     env_commands: tuple[str, ...] = ()  # run in the env image (dependencies), one RUN each
     install_commands: tuple[str, ...] = ()  # run in the instance image, in /testbed
     test_command: str = ""  # the test files are appended
-    # whose log parser reads the test command's output (``streams.evaluation.log_parsers``)
-    test_runner: str = "pytest"
-    python: str | None = None  # major.minor; None: whatever the base image has
+    # whose log parser reads the test command's output (``streams.evaluation.log_parsers``);
+    # every language's inference names it
+    test_runner: str = ""
+    # the Python (major.minor) of a recipe of the Python toolchain; None: whatever the base
+    # image has (another toolchain's version is named in ``sources``, as ``node:20``)
+    python: str | None = None
     base_image: str | None = None  # None: the builder's default
     system_packages: tuple[str, ...] = ()  # Debian packages of the env image
     pre_test_commands: tuple[str, ...] = ()  # build steps after the install (instance image)
@@ -76,24 +74,6 @@ class InstallRecipe:
     @property
     def variables(self) -> dict[str, str]:
         return dict(self.environment)
-
-    @property
-    def is_js(self) -> bool:
-        """Whether the recipe is a JavaScript / TypeScript one (run by Node, not Python)."""
-        return self.language in JS_LANGUAGES
-
-    @property
-    def node(self) -> str | None:
-        """The Node major a JavaScript / TypeScript recipe runs on (its ``node:N`` source);
-        None for a Python recipe, or one on the default base image."""
-        return node_of_sources(self.sources) if self.is_js else None
-
-    @property
-    def interpreter(self) -> str:
-        """What runs the tests, for people reading a reason: ``python 3.11``, ``node 20``."""
-        if self.python is not None or not self.is_js:
-            return f"python {self.python or 'default'}"
-        return f"node {self.node or 'default'}"
 
 
 class TreeFiles:

@@ -41,7 +41,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from streams.core.settings import safe_load_yaml
 from streams.evaluation.log_parsers import LOG_PARSERS
-from streams.evaluation.recipes.model import JS_LANGUAGES, InstallRecipe, RecipeOrigin
+from streams.evaluation.recipes.languages import language_named, languages
+from streams.evaluation.recipes.model import InstallRecipe, RecipeOrigin
 
 
 class RepositoryOverride(BaseModel):
@@ -97,20 +98,26 @@ def load_overrides(path: Path | None) -> Overrides:
 WRONG_INTERPRETER = "interpreter_of_another_language"  # python for Node's, node for Python's
 
 
+INTERPRETER_FIELDS = ("python", "node")  # the toolchains an override may name, a field each
+
+
 def interpreter_problem(language: str, override: RepositoryOverride) -> str | None:
-    """Why ``override`` cannot be a recipe of a ``language`` repository (the name of
-    ``recipes.infer.LANGUAGES``: ``Python``, ``JavaScript``): it names the other language's
-    interpreter. None when it does not."""
-    js = language in JS_LANGUAGES
-    if js and override.python is not None:
+    """Why ``override`` cannot be a recipe of a ``language`` repository (a registered
+    language's name: ``Python``, ``JavaScript``): it names another language's toolchain.
+    None when it does not."""
+    own = language_named(language)
+    mine = own.toolchain if own is not None else None
+    for field in INTERPRETER_FIELDS:
+        value = getattr(override, field)
+        if value is None or field == mine:
+            continue
+        owner = next((lang for lang in languages() if lang.toolchain == field), None)
+        whose = owner.label if owner is not None else field
+        label = own.label if own is not None else language
+        advice = f" and name a {mine} version in `{mine}`" if mine else ""
         return (
-            f"`python` ({override.python}) is for Python repositories; this one is "
-            "JavaScript / TypeScript: leave `python` out and name a Node major in `node`"
-        )
-    if not js and override.node is not None:
-        return (
-            f"`node` ({override.node}) is for JavaScript / TypeScript repositories; this one is "
-            f"{language}: leave `node` out (its interpreter is `python`)"
+            f"`{field}` ({value}) is for {whose} repositories; this one is {label}: leave "
+            f"`{field}` out{advice}"
         )
     return None
 
@@ -129,10 +136,11 @@ def apply_override(recipe: InstallRecipe, override: RepositoryOverride | None) -
         changes["install_commands"] = tuple(override.install)
     if override.pre_test is not None:
         changes["pre_test_commands"] = tuple(override.pre_test)
-        if recipe.is_js:
-            # JS build steps (tsc, a bundle the tests import) run again after a patch to the
-            # sources, as inference's do; its own steps that are no build (uvu's pass lines)
-            # do not
+        language = language_named(recipe.language)
+        if language is not None and language.pre_test_rebuilds:
+            # build steps (tsc, a bundle the tests import) run again after a patch to the
+            # sources, as inference's do; its own steps that are no build (a runner's pass
+            # lines) do not
             kept = set(recipe.pre_test_commands) - set(recipe.rebuild_commands)
             changes["rebuild_commands"] = tuple(c for c in override.pre_test if c not in kept)
     if override.test_command is not None:

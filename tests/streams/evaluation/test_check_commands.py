@@ -10,13 +10,9 @@ import subprocess
 
 import pytest
 
-from streams.evaluation.log_parsers import (
-    RUNNER_COMMANDS,
-    check_command,
-    file_of,
-    js_regex,
-    with_files,
-)
+from streams.evaluation.log_parsers import RUNNER_COMMANDS, check_command, file_of
+from streams.evaluation.recipes.languages.javascript.runners.commands import js_regex
+from streams.evaluation.recipes.languages.javascript.runners.js import with_files
 
 
 @pytest.mark.unit

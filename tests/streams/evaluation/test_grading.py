@@ -59,13 +59,13 @@ def test_patches_to_compiled_sources_are_told_apart() -> None:
 
     c_patch = "diff --git a/pkg/_speedups.c b/pkg/_speedups.c\n--- a/pkg/_speedups.c\n"
     py_patch = "diff --git a/pkg/speedups.py b/pkg/speedups.py\n--- a/pkg/speedups.py\n"
-    assert touches_compiled_sources(py_patch + c_patch)
-    assert not touches_compiled_sources(py_patch)
+    assert touches_compiled_sources(py_patch + c_patch, "Python")
+    assert not touches_compiled_sources(py_patch, "Python")
     # a JS / TS recipe's build (the tests load dist/) is made again after a source change
     ts_patch = "diff --git a/src/index.ts b/src/index.ts\n--- a/src/index.ts\n"
     assert touches_compiled_sources(ts_patch, "TypeScript")
     assert touches_compiled_sources(ts_patch.replace(".ts", ".mjs"), "JavaScript")
-    assert not touches_compiled_sources(ts_patch) and not touches_compiled_sources(
+    assert not touches_compiled_sources(ts_patch, "Python") and not touches_compiled_sources(
         py_patch, "JavaScript"
     )
 

@@ -11,7 +11,7 @@ import pytest
 from schemas.harness import CommandResult, TestRun
 from schemas.workspace import TaskWorkspace
 from streams.evaluation.grading import Run
-from streams.evaluation.harness import (
+from streams.evaluation.harness_status import (
     AgentRun,
     Graded,
     Phases,

@@ -379,12 +379,14 @@ def test_python_image_has_its_python_and_makes_a_venv(
 
 @pytest.mark.unit
 def test_node_dockerfile_stands_on_the_suite_base_image() -> None:
-    text = images.node_dockerfile("swe-stream/base:bookworm", "18")
+    node = images.registered_toolchain_images()["node"]
+    text = images.toolchain_dockerfile(node, "swe-stream/base:bookworm", "18")
     assert text.startswith("FROM swe-stream/base:bookworm\n")
     assert "apt-get install -y --no-install-recommends nodejs npm" in text
     assert "npm install --global --no-audit --no-fund corepack" in text  # bookworm lacks it
-    assert f'LABEL {images.NODE_LABEL}="18"' in text
-    assert images.node_image_tag("trixie") == "swe-stream/node:trixie"
+    assert "ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt" in text
+    assert f'LABEL {node.label}="18"' in text
+    assert node.tag("trixie") == "swe-stream/node:trixie"
 
 
 @pytest.mark.unit
@@ -397,7 +399,8 @@ def test_node_images_setting_names_each_suite_major() -> None:
 
     tags = DockerSettings().node_images
     assert node_images_by_suite(tags.values()) == tags
-    assert {images.node_image_tag(suite): major for suite, major in DEBIAN_NODE.items()} == {
+    node = images.registered_toolchain_images()["node"]
+    assert {node.tag(suite): major for suite, major in DEBIAN_NODE.items()} == {
         tag: major for major, tag in tags.items()
     }
 

@@ -18,12 +18,12 @@ from streams.evaluation.log_parsers import (
     LOG_PARSERS,
     REPORT_PARSERS,
     RUNNER_COMMANDS,
-    js,
     log_parser,
     merge_statuses,
     parse_report,
 )
 from streams.evaluation.recipes.languages.javascript.runners import jest as jest_parser
+from streams.evaluation.recipes.languages.javascript.runners import js
 from streams.evaluation.recipes.languages.javascript.runners import mocha as mocha_parser
 from streams.evaluation.recipes.languages.javascript.runners import node as node_parser
 from streams.evaluation.recipes.languages.javascript.runners import tap as tap_parser

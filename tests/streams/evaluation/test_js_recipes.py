@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from streams.evaluation.recipes.languages.javascript.package import read_js_project
+from streams.evaluation.recipes.languages.javascript.package import JsFacts, read_js_project
 from streams.evaluation.recipes.languages.javascript.recipe import infer_js_recipes
 from streams.evaluation.recipes.languages.javascript.runners.node import NODE_REPORTER
 from streams.evaluation.recipes.languages.javascript.scripts import plan_script, split_commands
@@ -493,6 +493,79 @@ def workspace_files(manifest: str) -> dict[str, str]:
         files["package.json"] = package({"test": "lerna run test"})
         files["lerna.json"] = json.dumps({"packages": ["packages/*"]})
     return files
+
+
+def facts_of(files: dict[str, str]) -> JsFacts:
+    data = {path: text.encode() for path, text in files.items()}
+    facts = read_js_project(list(data), data.get)
+    assert facts is not None
+    return facts
+
+
+@pytest.mark.parametrize(
+    ("globs", "packages"),
+    [
+        # ** any number of segments (none too), the other segments literally
+        (["apps/**/pkg"], ["apps/pkg", "apps/x/y/pkg"]),
+        (["**/pkg"], ["apps/pkg", "apps/x/y/pkg"]),
+        # * one segment; a wildcard takes no hidden directory
+        (["libs/*"], ["libs/a"]),
+        (["libs/*", "!libs/a"], []),
+        (["apps/*/src", "libs/**"], ["apps/web/src", "libs/a", "libs/a/b"]),
+        (["./libs/a/"], ["libs/a"]),
+    ],
+)
+def test_workspace_globs_match_path_segments_like_npm_and_pnpm(
+    globs: list[str], packages: list[str]
+) -> None:
+    files = {
+        "package.json": package({"test": "jest"}, workspaces=globs),
+        **{
+            f"{directory}/package.json": package()
+            for directory in (
+                "apps/pkg", "apps/x/y/pkg", "apps/web/src", "apps/pkgs", "libs/a", "libs/a/b",
+                "libs/.cache", "node_modules/pkg",
+            )
+        },
+    }  # fmt: skip
+    assert sorted(facts_of(files).packages) == packages
+
+
+def test_ci_node_versions_follow_composite_actions_and_reusable_workflows() -> None:
+    files = {
+        "package.json": package({"test": "jest"}),
+        ".github/workflows/ci.yml": (
+            "jobs:\n"
+            "  lint:\n"
+            "    runs-on: ubuntu-latest\n"
+            "    steps:\n"
+            "      - uses: ./.github/actions/setup\n"
+            "  test:\n"
+            "    strategy: {matrix: {node: [18, 20]}}\n"
+            "    uses: ./.github/workflows/test.yml\n"
+            "    with: {node: '${{ matrix.node }}'}\n"
+        ),
+        ".github/workflows/test.yml": (
+            "on: workflow_call\n"
+            "jobs:\n"
+            "  run:\n"
+            "    runs-on: ubuntu-latest\n"
+            "    steps:\n"
+            "      - uses: actions/setup-node@v4\n"
+            "        with: {node-version: '${{ inputs.node }}'}\n"
+        ),
+        ".github/actions/setup/action.yml": (
+            "runs:\n"
+            "  using: composite\n"
+            "  steps:\n"
+            "    - uses: actions/setup-node@v4\n"
+            "      with: {node-version: 22.x}\n"
+        ),
+    }
+    facts = facts_of(files)
+
+    assert facts.ci_node_versions == ["22.x", "18", "20"]
+    assert facts.problems == []
 
 
 @pytest.mark.parametrize("manifest", ["package.json", "pnpm-workspace.yaml", "lerna.json"])

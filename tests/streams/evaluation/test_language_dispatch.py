@@ -1,6 +1,6 @@
-"""Recipe inference by language (``recipes.infer.LANGUAGES``), and what the validator makes of
-it without Docker: the chain a tree gets, the rejections that say why, the report a runner's
-run is read with (pytest's JUnit, a JavaScript runner's from ``RUNNER_COMMANDS``)."""
+"""Recipe inference by language (the registry, ``recipes.languages``), and what the validator
+makes of it without Docker: the chain a tree gets, the rejections that say why, the report a
+runner's run is read with (pytest's JUnit, a JavaScript runner's from ``RUNNER_COMMANDS``)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,11 @@ import pytest
 
 from streams.core.settings import DockerSettings, ValidateSettings
 from streams.evaluation.log_parsers import RUNNER_COMMANDS, log_parser
-from streams.evaluation.recipes.infer import (
-    LANGUAGES,
-    NO_NODE,
-    NO_PYTHON,
-    NO_RUNNER,
-    infer_recipes,
-    language_of,
-)
+from streams.evaluation.recipes.infer import NO_RUNNER, infer_recipes
+from streams.evaluation.recipes.languages import language_of, languages
+from streams.evaluation.recipes.languages.javascript.language import NO_NODE
 from streams.evaluation.recipes.languages.javascript.recipe import RUNNER_OPTIONS
+from streams.evaluation.recipes.languages.python.language import NO_PYTHON
 from streams.evaluation.validator import (
     PATCH_DIR,
     UNSUPPORTED,
@@ -55,7 +51,7 @@ def test_the_first_language_whose_detector_accepts_the_tree(
 ) -> None:
     found = language_of(tree(files))
     assert (found.name if found else None) == language
-    assert [lang.name for lang in LANGUAGES] == ["Python", "JavaScript"]
+    assert [lang.name for lang in languages()][:2] == ["Python", "JavaScript"]
 
 
 def test_infer_recipes_dispatches_to_the_javascript_chain() -> None:
@@ -104,8 +100,8 @@ def offline_validator(files: dict[str, str], nodes: dict[str, str]) -> Validator
     )
     given = tree(files)
     validator.tree = lambda repo, commit: given  # type: ignore[method-assign]
-    validator.python_images = lambda: dict(PYTHONS)  # type: ignore[method-assign]
-    validator.node_images = lambda: dict(nodes)  # type: ignore[method-assign]
+    images = {"python": dict(PYTHONS), "node": dict(nodes)}
+    validator.toolchain_images = lambda toolchain: images.get(toolchain, {})  # type: ignore[method-assign]
     return validator
 
 
@@ -117,7 +113,7 @@ def rejection(files: dict[str, str], nodes: dict[str, str] = NODES) -> Validatio
 
 def test_rejections_say_why() -> None:
     none = rejection({"README.md": "", "main.go": ""})
-    assert none.reason == UNSUPPORTED and "no package.json" in none.detail
+    assert none.reason == UNSUPPORTED and "no language swe-stream knows" in none.detail
     old = rejection(
         {"package.json": package({"test": "jest"}, engines={"node": ">=26"}), "a.js": ""}
     )

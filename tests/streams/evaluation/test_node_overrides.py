@@ -15,8 +15,11 @@ from pydantic import ValidationError
 
 from schemas import RememberedRecipe
 from streams.cli.recipes import summary
-from streams.evaluation.recipes.infer import NO_NODE, infer_recipes
+from streams.evaluation.recipes.infer import infer_recipes
+from streams.evaluation.recipes.languages import interpreter_of, language_named
+from streams.evaluation.recipes.languages.javascript.language import NO_NODE
 from streams.evaluation.recipes.languages.javascript.recipe import UVU_PASS_LINES, infer_js_recipes
+from streams.evaluation.recipes.languages.python.language import NO_PYTHON
 from streams.evaluation.recipes.memory import (
     as_override,
     dependency_fingerprint,
@@ -32,7 +35,7 @@ from streams.evaluation.recipes.overrides import (
     interpreter_problem,
     load_overrides,
 )
-from streams.evaluation.validator import NO_PYTHON, ValidationFailed
+from streams.evaluation.validator import ValidationFailed
 from tests.streams.evaluation.test_js_recipes import tree
 from tests.streams.evaluation.test_language_dispatch import NODES, PYTHONS, offline_validator
 
@@ -46,6 +49,12 @@ PACKAGE = json.dumps(
 LOCK = json.dumps({"lockfileVersion": 3, "packages": {"": {}}})
 JS = {"package.json": PACKAGE, "package-lock.json": LOCK, "test/a.test.js": "it('a', () => {})"}
 PYTHON = {"pyproject.toml": '[project]\nname = "p"\nversion = "1"\n', "tests/test_a.py": ""}
+
+
+def node_of(recipe: InstallRecipe) -> str | None:
+    """The Node major a recipe runs on, as its language reads it (None for Python's)."""
+    language = language_named(recipe.language)
+    return language.version_of(recipe) if language and language.toolchain == "node" else None
 
 
 def js_recipes(override: RepositoryOverride | None = None) -> list[InstallRecipe]:
@@ -71,9 +80,9 @@ def test_the_override_file_takes_a_node_major(tmp_path: Path) -> None:
 
 def test_inference_tries_only_the_node_the_override_names_if_it_has_an_image() -> None:
     inferred = js_recipes()
-    assert [r.node for r in inferred] == ["24", "20", "18"]  # the PR's date: newest first
+    assert [node_of(r) for r in inferred] == ["24", "20", "18"]  # the PR's date: newest first
     (only,) = js_recipes(RepositoryOverride(node="18"))
-    assert (only.node, only.interpreter, only.base_image) == ("18", "node 18", NODES["18"])
+    assert (node_of(only), interpreter_of(only), only.base_image) == ("18", "node 18", NODES["18"])
     assert only.test_runner == "mocha" and "node:18" in only.sources
     assert js_recipes(RepositoryOverride(node="16")) == []  # no image: no recipe at all
     # the interpreter of the other language is ignored by inference
@@ -83,7 +92,9 @@ def test_inference_tries_only_the_node_the_override_names_if_it_has_an_image() -
         tree(PYTHON), repo="o/py", python_images=PYTHONS, node_images=NODES,
         override=RepositoryOverride(node="20"),
     )  # fmt: skip
-    assert [(r.python, r.node, r.interpreter) for r in python] == [("3.11", None, "python 3.11")]
+    assert [(r.python, node_of(r), interpreter_of(r)) for r in python] == [
+        ("3.11", None, "python 3.11")
+    ]
 
 
 def test_an_overrides_node_without_an_image_says_so_through_the_validator() -> None:
@@ -134,7 +145,7 @@ def test_the_other_languages_interpreter_is_refused_in_a_submitted_change() -> N
     recipe = validator.recipe_with(
         "o/r", "0" * 40, tree(JS), WHEN, RepositoryOverride(node="18", test_runner="mocha"), "agent"
     )
-    assert (recipe.node, recipe.base_image) == ("18", NODES["18"])
+    assert (node_of(recipe), recipe.base_image) == ("18", NODES["18"])
     assert recipe.sources[-1] == "agent" and recipe.origin.change == {"test_runner": "mocha"}
 
     python = offline_validator(PYTHON, NODES)
@@ -164,7 +175,7 @@ def test_the_memory_keeps_a_js_recipes_node_major_as_a_python_recipes_python() -
     assert not is_change(RepositoryOverride(node="20")) and is_change(change)
     # made again by inference at a later commit: that Node major alone
     (again,) = js_recipes(change)
-    assert (again.node, again.pre_test_commands) == ("20", ("npm run build",))
+    assert (node_of(again), again.pre_test_commands) == ("20", ("npm run build",))
     # the user's override file wins, field by field, its node included
     user = RepositoryOverride(node="24")
     assert layered(change, user).node == "24"  # type: ignore[union-attr]

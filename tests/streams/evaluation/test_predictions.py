@@ -16,17 +16,15 @@ from schemas.harness import CommandResult, TaskEvaluation
 from schemas.workspace import TaskWorkspace
 from streams.cli.main import main
 from streams.evaluation.harness import (
-    AgentRun,
     Evaluated,
-    Graded,
     HarnessOptions,
-    Phases,
     instance_log_dir,
     report_tests_status,
     swebench_outcome,
     swebench_report,
     write_instance_logs,
 )
+from streams.evaluation.harness_status import AgentRun, Graded, Phases
 from streams.evaluation.predictions import (
     Prediction,
     PredictionsError,

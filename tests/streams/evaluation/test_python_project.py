@@ -1,4 +1,4 @@
-"""python_project: the facts a Python repository's own files state about installing and
+"""languages.python.facts: the facts a Python repository's own files state about installing and
 testing it, read with each file's own parser from a dict-backed tree (no disk, no network)."""
 
 from __future__ import annotations
@@ -9,17 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streams.evaluation.recipes.languages.python import project as python_project
-from streams.evaluation.recipes.languages.python.project import (
-    MAX_FILE_BYTES,
-    ProjectFacts,
-    classify_command,
-    expand_tox_envs,
-    poetry_constraint,
-    read_project,
-    requirements_kind,
-    run_segments,
-)
+from streams.evaluation.recipes.languages.python import facts as python_facts
+from streams.evaluation.recipes.languages.python.commands import classify_command, run_segments
+from streams.evaluation.recipes.languages.python.facts import ProjectFacts, read_project
+from streams.evaluation.recipes.languages.python.pyproject import poetry_constraint
+from streams.evaluation.recipes.languages.python.requirements import requirements_kind
+from streams.evaluation.recipes.languages.python.tox import expand_tox_envs
+from streams.evaluation.recipes.sources.tree import MAX_FILE_BYTES
 
 pytestmark = pytest.mark.unit
 
@@ -1190,6 +1186,43 @@ def test_composite_action_steps_are_followed() -> None:
     assert ci.install_commands == ["pip install -r requirements-dev.txt"]
 
 
+def test_a_local_reusable_workflow_is_read_with_its_callers_matrix() -> None:
+    found = facts(
+        {
+            ".github/workflows/ci.yml": """
+                jobs:
+                  tests:
+                    strategy:
+                      matrix:
+                        python-version: ["3.10", "3.12"]
+                    uses: ./.github/workflows/tests.yml
+                    with:
+                      python: ${{ matrix.python-version }}
+            """,
+            ".github/workflows/tests.yml": """
+                on:
+                  workflow_call:
+                    inputs:
+                      python: {type: string}
+                jobs:
+                  run:
+                    runs-on: ubuntu-latest
+                    steps:
+                      - uses: actions/setup-python@v5
+                        with:
+                          python-version: ${{ inputs.python }}
+                      - run: pip install -e .[test]; pytest -q
+            """,
+        }
+    )
+
+    assert found.ci.files == [".github/workflows/ci.yml", ".github/workflows/tests.yml"]
+    assert found.ci.python_versions == ["3.10", "3.12"]
+    assert found.ci.install_commands == ["pip install -e .[test]"]
+    assert found.ci.test_commands == ["pytest -q"]
+    assert found.problems == []
+
+
 def test_travis_and_gitlab_ci() -> None:
     found = facts(
         {
@@ -1296,6 +1329,31 @@ def test_apt_packages_lose_flags_and_options() -> None:
 def test_run_segments_join_continuations_and_split_and_lists() -> None:
     run = 'pip install \\\n    -e . && pytest -k "a && b"\n# comment\n\necho done\n'
     assert run_segments(run) == ["pip install -e .", 'pytest -k "a && b"', "echo done"]
+
+
+def test_run_segments_split_at_semicolons_so_the_test_command_is_not_lost() -> None:
+    """``classify_command`` takes one command: before the shell splitter, ``pip install -e . ;
+    pytest`` was one segment, classified an install, and its ``pytest`` was lost."""
+    segments = run_segments("pip install -e . ; pytest")
+
+    assert segments == ["pip install -e .", "pytest"]
+    assert [classify_command(segment)[0] for segment in segments] == ["install", "test"]
+
+
+def test_run_segments_split_pipes_or_lists_and_groups_but_not_expressions() -> None:
+    run = (
+        "pytest -x | tee log || exit 1\n"
+        'if [ -n "$CI" ]; then python -m pytest; fi  # run; again\n'
+        "tox -e ${{ matrix.env || 'py' }}\n"
+    )
+    assert run_segments(run) == [
+        "pytest -x",
+        "tee log",
+        "exit 1",
+        '[ -n "$CI" ]',
+        "python -m pytest",
+        "tox -e ${{ matrix.env || 'py' }}",
+    ]
 
 
 # -- submodules, pytest configuration ----------------------------------------------------------
@@ -1806,9 +1864,9 @@ def test_a_reader_that_trips_is_a_problem_and_the_rest_is_still_read(
     def broken(*_: object) -> None:
         raise TypeError("unexpected shape")
 
-    monkeypatch.setattr(python_project, "_read_ci", broken)
+    monkeypatch.setattr(python_facts, "read_ci_facts", broken)
     found = facts({"setup.cfg": "[metadata]\nname = sturdy\n", ".travis.yml": "python: 3.9\n"})
 
     assert found.project_name == "sturdy"
-    assert found.ci == python_project.CIFacts()
+    assert found.ci == python_facts.CIFacts()
     assert found.problems == ["CI files: not read (TypeError: unexpected shape)"]

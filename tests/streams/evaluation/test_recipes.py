@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from streams.core.settings import DockerSettings
-from streams.evaluation.recipes.infer import infer_recipes, version_of_tag
+from streams.evaluation.recipes.infer import infer_recipes
+from streams.evaluation.recipes.languages.python.language import version_of_tag
 from streams.evaluation.recipes.languages.python.pytest_options import plan_pytest_run
 from streams.evaluation.recipes.languages.python.recipe import REQUIREMENTS_FILE
 from streams.evaluation.recipes.languages.python.versions import allowed_by, python_order

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from schemas import ValidatedTask
+from streams.evaluation.recipes.languages.python.language import NO_PYTHON
 from streams.evaluation.validator import (
     NO_FAIL_TO_PASS,
-    NO_PYTHON,
     SUBMODULE_MISSING,
     TESTS_DID_NOT_RUN,
     TESTS_FAIL_AFTER_FIX,

@@ -1,1 +1,334 @@
-"""The language registry."""
+"""The language registry: each language the engine validates is one plugin (``Language``).
+
+A language is a folder of its own here (``python/``, ``javascript/``) whose package exposes
+``LANGUAGE``, or any installed distribution that declares an entry point in the group
+``swe_stream.languages`` (as pytest finds its plugins through ``pytest11``)::
+
+    [project.entry-points."swe_stream.languages"]
+    make = "my_package.make_language:LANGUAGE"
+
+The rest of the engine (inference, the validator, export, the harness's check commands, the
+recipe memory, the set-up agent and testgen) asks the registry (``languages()``,
+``language_of``, ``language_named``, ``runner_owner``), never ``if language == ...``: adding a
+language is adding a folder (or a distribution) and its tests.
+
+A ``Language`` is a class whose defaults do nothing language-specific; a plugin overrides what
+it has. Its decisions are pure functions of files and text (no Docker here: ``recipes/``
+never imports the engine).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import pkgutil
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from importlib.metadata import entry_points
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from schemas.tasks import TestStatus
+from streams.evaluation.log_parsers.base import (
+    LogParser,
+    ReportFile,
+    ReportParser,
+    RunnerCommand,
+)
+from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
+
+log = logging.getLogger("swe_stream.languages")
+
+ENTRY_POINT_GROUP = "swe_stream.languages"
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What inference may use beyond the tree: the images per toolchain version (``images``:
+    toolchain, such as ``python``, -> version -> image tag), the PR's date and changed files,
+    the release tag (asked only when needed), a per-repository override."""
+
+    repo: str
+    images: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    created_at: datetime | None = None
+    changed_files: Sequence[str] = ()
+    release_tag: Callable[[], str | None] = lambda: None
+    override: Any = None  # a ``RepositoryOverride``
+
+    def images_of(self, toolchain: str | None) -> dict[str, str]:
+        """The images of one toolchain's versions (none: the default base image only)."""
+        return dict(self.images.get(toolchain or "", {}))
+
+
+@dataclass(frozen=True)
+class Cause:
+    """A line of a failing log that says why, and the cause a reason's detail opens with."""
+
+    reason: str  # the rejection it explains (``install_failed``, ``tests_did_not_run``)
+    pattern: str  # a regular expression searched in the log (multi-line, case-insensitive)
+    cause: str  # what a person is told; ``{0}`` is the pattern's first group, if any
+
+
+@dataclass(frozen=True)
+class PromptSection:
+    """What a language says to an agent: the system prompt template (``string.Template``
+    text; the agent fills the placeholders it knows: ``$tools``, ``$accepted``, ``$runners``,
+    ``$versions``, ...) and the files a person reads first."""
+
+    system: str
+    first_read: tuple[str, ...] = ()
+    shown_small: tuple[str, ...] = ()  # named with their size, shown only when small
+
+
+@dataclass(frozen=True)
+class ToolchainImages:
+    """Images of a toolchain built on the base images (one per Debian suite, whose own
+    package gives the version): ``<prefix>:<suite>``, made by ``steps`` (RUN, joined by
+    ``&&``) with ``environment`` set, labelled ``label=<version>`` (``images`` builds them)."""
+
+    prefix: str
+    label: str
+    by_suite: Mapping[str, str]  # Debian suite -> the toolchain version its package has
+    steps: tuple[str, ...]
+    environment: tuple[tuple[str, str], ...] = ()
+    note: str = ""  # why the environment is set, for the Dockerfile's reader
+
+    def tag(self, suite: str) -> str:
+        return f"{self.prefix}:{suite}"
+
+
+class Language:
+    """One language's plugin. Subclass it and override what the language has."""
+
+    # the name recipes carry (``InstallRecipe.language``), and the other names of the same
+    # language (TypeScript is run as JavaScript)
+    name: str = ""
+    title: str = ""  # for people, where it differs from ``name``: "JavaScript / TypeScript"
+    spellings: frozenset[str] = frozenset()
+    # the toolchain whose versions have images (``Inputs.images``) and which an override
+    # names (``RepositoryOverride.python`` / ``.node``); None: the default base image only
+    toolchain: str | None = None
+    order: int = 100  # detection order: the first language whose ``detect`` accepts a tree
+    # its test runners: a log parser each, the reports they write, how the recipe side runs
+    # them (the options their parsers read)
+    runners: Mapping[str, LogParser] = {}
+    reports: Mapping[str, ReportParser] = {}
+    runner_commands: Mapping[str, RunnerCommand] = {}
+    default_runner: str = ""
+    # file names only this language's folder names (its project and lockfiles): the
+    # architecture test checks nothing else does (and its runners' names)
+    project_files: frozenset[str] = frozenset()
+    vocabulary_words: frozenset[str] = frozenset()  # other words of its own (its package managers)
+    # the rejection reasons only its inference gives (``no_recipe``)
+    no_recipe_reasons: tuple[str, ...] = ()
+    # the causes its install and test logs show (``failures``)
+    causes: tuple[Cause, ...] = ()
+    # images of its toolchain on the base images (None: the base images have it, or it
+    # needs none of its own)
+    toolchain_images: ToolchainImages | None = None
+    setup_prompt: PromptSection | None = None
+    testgen_prompt: PromptSection | None = None
+    # how a test file submitted by testgen must be named, for its rejection
+    test_file_hint: str = "name it as the repository's own test files are named"
+    # whether an override's ``pre_test`` steps are builds the tests load, run again after a
+    # patch to the sources (``rebuild_commands``), as inference's are
+    pre_test_rebuilds: bool = False
+
+    # -------------------------------------------------------------- detection and inference
+    def detect(self, tree: TreeFiles) -> bool:
+        """Whether ``tree`` is a project of this language."""
+        return False
+
+    def infer(self, tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any]:
+        """The recipes to try, best first, and the facts they were made of."""
+        return [], None
+
+    def no_recipe(self, facts: Any, inputs: Inputs) -> tuple[str, str]:
+        """Why a tree of this language has no recipe (a rejection's reason and detail)."""
+        return "no_recipe", f"{self.name}: no recipe for this tree"
+
+    def speaks(self, language: str) -> bool:
+        """Whether recipes of ``language`` (a recipe's or a repository's) are this one's."""
+        return language == self.name or language in self.spellings
+
+    # ------------------------------------------------------------------ recipes and runs
+    def version_of(self, recipe: InstallRecipe) -> str | None:
+        """The toolchain version ``recipe`` runs on (None: the base image's)."""
+        return recipe.python
+
+    def interpreter(self, recipe: InstallRecipe) -> str:
+        """What runs the tests, for people reading a reason: ``python 3.11``, ``node 20``."""
+        return f"{self.toolchain or self.name.lower()} {self.version_of(recipe) or 'default'}"
+
+    def tests_for(self, tree: TreeFiles, files: list[str]) -> list[str]:
+        """The files to run for the PR's touched test ``files`` (a helper that holds no test
+        may be run through the tests that import it)."""
+        return files
+
+    def touches_compiled_sources(self, patch: str) -> bool:
+        """Whether ``patch`` changes what the recipe's ``rebuild_commands`` build."""
+        return False
+
+    def report_file(self, runner: str, directory: str) -> ReportFile | None:
+        """Where ``runner`` writes its report under ``directory`` and the arguments appended
+        after the test files that ask for it; None when it writes none that way."""
+        return None
+
+    def ids_with_files(
+        self, runner: str, statuses: dict[str, TestStatus], files: list[str]
+    ) -> dict[str, TestStatus]:
+        """A run's statuses with the ids its runner printed without their file completed
+        from the run's ``files``."""
+        return statuses
+
+    # ------------------------------------------------------------------------ test ids
+    def test_id_shape(self, runner: str) -> str:
+        """How a test id of ``runner`` is spelled, for testgen's prompt."""
+        return "the id its runner prints"
+
+    def file_of(self, test_id: str) -> str | None:
+        """The file a test id of this language's runners names, or None."""
+        return None
+
+    def check_command(self, test_command: str, runner: str, test_id: str) -> str | None:
+        """A command running the one test ``test_id`` (None: the id appended whole)."""
+        return None
+
+    # -------------------------------------------------------------------- recipe memory
+    fingerprint_limit: int = 1 << 20  # bytes of one dependency file read for the fingerprint
+
+    def fingerprint_files(self, names: Sequence[str]) -> list[str]:
+        """The files of a tree whose contents decide how it installs."""
+        return []
+
+    @property
+    def label(self) -> str:
+        return self.title or self.name
+
+    @property
+    def vocabulary(self) -> frozenset[str]:
+        """The names only this language's folder may name: its runners' (but the one that is
+        its toolchain's own name, as ``node --test``), its project files' and its own words."""
+        runners = frozenset(set(self.runners) - {self.toolchain or ""})
+        return runners | self.project_files | self.vocabulary_words
+
+
+_lock = threading.RLock()
+_registry: tuple[Language, ...] | None = None
+_loading = False
+_extra: list[Language] = []
+
+
+def _builtin() -> list[Language]:
+    """The ``LANGUAGE`` of every folder of this package."""
+    found = []
+    for module in pkgutil.iter_modules(__path__, prefix=f"{__name__}."):
+        if not module.ispkg:
+            continue
+        language = getattr(importlib.import_module(module.name), "LANGUAGE", None)
+        if isinstance(language, Language):
+            found.append(language)
+    return found
+
+
+def _plugins() -> list[Language]:
+    """The languages installed distributions declare (``swe_stream.languages``); one that
+    fails to load is logged and left out, so one broken plugin stops no pipeline."""
+    found = []
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            language = point.load()
+        except Exception as error:
+            log.error("language plugin %s (%s) does not load: %s", point.name, point.value, error)
+            continue
+        if isinstance(language, type) and issubclass(language, Language):
+            language = language()
+        if not isinstance(language, Language):
+            log.error("language plugin %s is no Language: %r", point.name, language)
+            continue
+        found.append(language)
+    return found
+
+
+def languages() -> tuple[Language, ...]:
+    """Every registered language, in detection order (built-ins and plugins, then the ones
+    ``register`` added); loaded once (``reload`` looks again)."""
+    global _registry, _loading
+    with _lock:
+        if _registry is None:
+            if _loading:  # a language module asked while it is imported: it would see none
+                raise RuntimeError(
+                    "a language module asks the language registry as it is imported: use its "
+                    "own tables (its runners, commands) there instead"
+                )
+            _loading = True
+            try:
+                loaded: dict[str, Language] = {}
+                for language in [*_builtin(), *_plugins(), *_extra]:
+                    if language.name in loaded:
+                        log.warning("language %s registered twice: the later wins", language.name)
+                    loaded[language.name] = language
+                _registry = tuple(sorted(loaded.values(), key=lambda x: (x.order, x.name)))
+            finally:
+                _loading = False
+        return _registry
+
+
+def reload() -> tuple[Language, ...]:
+    """Look for languages again (after a plugin was installed, or in tests)."""
+    global _registry
+    with _lock:
+        _registry = None
+    return languages()
+
+
+def register(language: Language) -> None:
+    """Add a language in this process (an application embedding the engine)."""
+    _extra.append(language)
+    reload()
+
+
+def language_of(tree: TreeFiles) -> Language | None:
+    """The first language (in detection order) whose ``detect`` accepts ``tree``."""
+    return next((language for language in languages() if language.detect(tree)), None)
+
+
+def language_named(name: str | None) -> Language | None:
+    """The language whose recipes carry ``name`` (``Python``, ``TypeScript``), or None."""
+    if not name:
+        return None
+    return next((language for language in languages() if language.speaks(name)), None)
+
+
+def runner_owner(runner: str) -> Language | None:
+    """The language one of whose runners is ``runner``, or None."""
+    return next((language for language in languages() if runner in language.runners), None)
+
+
+def toolchains() -> dict[str, Language]:
+    """The languages with a toolchain, by its name (``python``, ``node``)."""
+    return {lang.toolchain: lang for lang in languages() if lang.toolchain is not None}
+
+
+def interpreter_of(recipe: InstallRecipe) -> str:
+    """What runs ``recipe``'s tests, for people: its language's ``interpreter``."""
+    language = language_named(recipe.language)
+    if language is None:
+        return f"{recipe.language} {recipe.python or 'default'}"
+    return language.interpreter(recipe)
+
+
+def version_key(version: str) -> tuple[int, Version | str]:
+    """Sorts toolchain versions as versions (3.9 before 3.10), anything unparsable last."""
+    try:
+        return (0, Version(version))
+    except InvalidVersion:
+        return (1, version)
+
+
+def no_recipe_reasons() -> tuple[str, ...]:
+    """Every language's own rejection reasons (``no_python_for_requires_python``, ...)."""
+    return tuple(reason for lang in languages() for reason in lang.no_recipe_reasons)

@@ -2,13 +2,13 @@
 without running anything: package.json (scripts, dependencies, engines, ``packageManager``,
 workspaces, entry points), the lockfile, ``.nvmrc`` / ``.node-version``, yarn's and npm's rc
 files, ``pnpm-workspace.yaml`` / ``lerna.json``, and the Node versions of the CI workflows
-(GitHub Actions matrices and setup-node, Travis ``node_js``). The counterpart of
-``python_project``: pure, every file capped, nothing raises on bad input (what could not be
-read is a ``problem``)."""
+(GitHub Actions matrices and setup-node, composite actions and local reusable workflows
+followed; Travis ``node_js``). Read on the shared ``recipes.sources`` (tree, loaders, CI
+walker), like Python's facts: pure, every file capped, nothing raises on bad input (what could
+not be read is a ``problem``)."""
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from collections.abc import Iterable
@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
-import yaml
+from streams.evaluation.recipes.sources.ci import read_ci
+from streams.evaluation.recipes.sources.loaders import load_json, load_yaml
+from streams.evaluation.recipes.sources.tree import FileReader, SourceTree
 
-from streams.evaluation.recipes.languages.python.project import FileReader
-
-MAX_FILE_BYTES = 1 << 20
 MAX_LOCKFILE_BYTES = 64 << 20  # lockfiles of big repositories pass 1 MiB
 MAX_WORKSPACE_PACKAGES = 500
 PackageManager = Literal["npm", "yarn", "yarn-berry", "pnpm"]
@@ -100,46 +99,10 @@ class JsFacts:
         return self.packages.get(directory, self.root)
 
 
-class _Tree:
-    def __init__(self, names: Iterable[str], read: FileReader):
-        self.names = sorted({n.removeprefix("./") for n in names if n and not n.endswith("/")})
-        self.name_set = set(self.names)
-        self._read = read
-        self.problems: list[str] = []
-
-    def text(self, path: str, limit: int = MAX_FILE_BYTES) -> str | None:
-        if path not in self.name_set:
-            return None
-        try:
-            data = self._read(path)
-        except Exception as exc:  # one unreadable file, not a crash
-            self.problems.append(f"{path}: could not be read ({type(exc).__name__})")
-            return None
-        if data is None or len(data) > limit:
-            self.problems.append(f"{path}: could not be read (missing or too large)")
-            return None
-        return data.decode("utf-8-sig", errors="replace")
-
-    def json(self, path: str) -> dict[str, Any] | None:
-        text = self.text(path)
-        if text is None:
-            return None
-        try:
-            value = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            self.problems.append(f"{path}: not valid JSON ({str(exc)[:80]})")
-            return None
-        return value if isinstance(value, dict) else None
-
-    def yaml(self, path: str) -> Any:
-        text = self.text(path)
-        if text is None:
-            return None
-        try:
-            return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        except (yaml.YAMLError, RecursionError, ValueError) as exc:
-            self.problems.append(f"{path}: not valid YAML ({str(exc)[:80]})")
-            return None
+def _json_object(tree: SourceTree, path: str) -> dict[str, Any] | None:
+    """A JSON file holding an object (package.json, lerna.json); None for anything else."""
+    doc = load_json(tree, path)
+    return doc if isinstance(doc, dict) else None
 
 
 def _strings(value: Any) -> dict[str, str]:
@@ -167,9 +130,9 @@ def _workspace_globs(value: Any) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
-def read_package(tree: _Tree, directory: str) -> Package | None:
+def read_package(tree: SourceTree, directory: str) -> Package | None:
     path = posixpath.join(directory, "package.json") if directory else "package.json"
-    doc = tree.json(path)
+    doc = _json_object(tree, path)
     if doc is None:
         return None
     engines = doc.get("engines")
@@ -192,7 +155,7 @@ def read_package(tree: _Tree, directory: str) -> Package | None:
     )
 
 
-def _lockfile(tree: _Tree) -> Lockfile | None:
+def _lockfile(tree: SourceTree) -> Lockfile | None:
     for path, manager in LOCKFILES:
         if path not in tree.name_set:
             continue
@@ -212,7 +175,7 @@ def _lockfile(tree: _Tree) -> Lockfile | None:
     return None
 
 
-def _workspace_dirs(tree: _Tree, globs: list[str]) -> list[str]:
+def _workspace_dirs(tree: SourceTree, globs: list[str]) -> list[str]:
     """The directories with a package.json that the workspace globs take (``!`` excludes)."""
     include = [g.strip().rstrip("/").removeprefix("./") for g in globs if not g.startswith("!")]
     exclude = [g[1:].strip().rstrip("/").removeprefix("./") for g in globs if g.startswith("!")]
@@ -228,50 +191,67 @@ def _workspace_dirs(tree: _Tree, globs: list[str]) -> list[str]:
 
 
 def _glob_match(path: str, pattern: str) -> bool:
-    if "**" in pattern:
-        prefix = pattern.split("**", 1)[0].rstrip("/")
-        return not prefix or path.startswith(prefix + "/")
-    return path.count("/") == pattern.count("/") and fnmatchcase(path, pattern)
+    """Whether a workspace glob takes a directory, as npm's and pnpm's globs do: ``*`` (and
+    ``?``, ``[...]``) within one path segment, ``**`` any number of segments (none too), every
+    other segment literally; a wildcard does not take a hidden segment (``.github``)."""
+    parts = path.split("/")
+    segments = [segment for segment in pattern.split("/") if segment and segment != "."]
+    # matched[j]: the path's first i parts match the pattern's first j segments (i growing)
+    matched = [True] + [False] * len(segments)
+    for j, segment in enumerate(segments):
+        matched[j + 1] = matched[j] and segment == "**"
+    for part in parts:
+        row = [False] * (len(segments) + 1)
+        for j, segment in enumerate(segments):
+            if segment == "**":
+                # none of the path (row[j]), or this part after none or more of the others
+                consumes = (matched[j] or matched[j + 1]) and not _hidden(part, segment)
+                row[j + 1] = row[j] or consumes
+            else:
+                row[j + 1] = matched[j] and _segment_match(part, segment)
+        matched = row
+    return matched[-1]
 
 
-def _workspaces(tree: _Tree, root: Package) -> tuple[list[str], str | None]:
+def _hidden(part: str, segment: str) -> bool:
+    return part.startswith(".") and not segment.startswith(".")
+
+
+def _segment_match(part: str, segment: str) -> bool:
+    return fnmatchcase(part, segment) and not _hidden(part, segment)
+
+
+def _workspaces(tree: SourceTree, root: Package) -> tuple[list[str], str | None]:
     if root.workspaces:
         return list(root.workspaces), "package.json"
-    pnpm = tree.yaml("pnpm-workspace.yaml")
+    pnpm = load_yaml(tree, "pnpm-workspace.yaml")
     if isinstance(pnpm, dict) and isinstance(pnpm.get("packages"), list):
         return [str(p) for p in pnpm["packages"]], "pnpm-workspace.yaml"
-    lerna = tree.json("lerna.json")
+    lerna = _json_object(tree, "lerna.json")
     if lerna is not None:
         packages = lerna.get("packages")
         return (_workspace_globs(packages) or ["packages/*"]), "lerna.json"
     return [], None
 
 
-def _ci_node_versions(tree: _Tree) -> list[str]:
-    """The Node versions the CI runs: GitHub Actions matrices and setup-node inputs, Travis
-    ``node_js``."""
+def _ci_node_versions(tree: SourceTree) -> list[str]:
+    """The Node versions the CI runs: GitHub Actions matrices (a called workflow's and its
+    callers') and setup-node inputs (in composite actions too), Travis ``node_js``."""
     versions: list[str] = []
-    workflows = [n for n in tree.names if re.fullmatch(r"\.github/workflows/[^/]+\.ya?ml", n)]
-    for path in workflows:
-        doc = tree.yaml(path)
-        jobs = doc.get("jobs") if isinstance(doc, dict) else None
-        for job in (jobs or {}).values() if isinstance(jobs, dict) else []:
-            if not isinstance(job, dict):
-                continue
-            strategy = job.get("strategy")
-            matrix = strategy.get("matrix") if isinstance(strategy, dict) else None
+    for job in read_ci(tree).jobs:
+        if job.system == "travis":
+            node_js = job.spec.get("node_js")
+            versions += [str(v) for v in (node_js if isinstance(node_js, list) else [node_js]) if v]
+        if job.system != "github":
+            continue
+        for matrix in (job.matrix, *job.caller_matrices):
             if isinstance(matrix, dict):
                 versions += _matrix_versions(matrix)
-            for step in job.get("steps") or []:
-                uses = step.get("uses", "") if isinstance(step, dict) else ""
-                if isinstance(uses, str) and "setup-node" in uses:
-                    given = (step.get("with") or {}).get("node-version")
-                    if given is not None and "${{" not in str(given):
-                        versions += _as_strings(given)
-    travis = tree.yaml(".travis.yml")
-    if isinstance(travis, dict):
-        node_js = travis.get("node_js")
-        versions += [str(v) for v in (node_js if isinstance(node_js, list) else [node_js]) if v]
+        for step in job.steps:
+            if step.uses is not None and "setup-node" in step.uses:
+                given = step.with_.get("node-version")
+                if given is not None and "${{" not in str(given):
+                    versions += _as_strings(given)
     return list(dict.fromkeys(versions))
 
 
@@ -291,7 +271,7 @@ def _matrix_versions(matrix: dict[str, Any]) -> list[str]:
     return out
 
 
-def _typescript(tree: _Tree) -> bool:
+def _typescript(tree: SourceTree) -> bool:
     ts = js = 0
     for name in tree.names:
         if name.startswith(_VENDORED) or "/node_modules/" in name or name.endswith(".d.ts"):
@@ -301,7 +281,7 @@ def _typescript(tree: _Tree) -> bool:
     return ts > 0 and (ts >= js or ("tsconfig.json" in tree.name_set and ts * 2 >= js))
 
 
-def _dependency_files(tree: _Tree, facts: JsFacts) -> list[str]:
+def _dependency_files(tree: SourceTree, facts: JsFacts) -> list[str]:
     """The files the install reads: every package.json of the workspace, the lockfile, the
     package managers' configuration and a committed yarn release or patches."""
     files = ["package.json", *(f"{d}/package.json" for d in facts.packages)]
@@ -319,7 +299,7 @@ def _dependency_files(tree: _Tree, facts: JsFacts) -> list[str]:
 
 def read_js_project(names: Iterable[str], read: FileReader) -> JsFacts | None:
     """The facts of a tree with a root package.json (None without one)."""
-    tree = _Tree(names, read)
+    tree = SourceTree(names, read)
     root = read_package(tree, "")
     if root is None:
         return None
@@ -342,13 +322,13 @@ def read_js_project(names: Iterable[str], read: FileReader) -> JsFacts | None:
     return facts
 
 
-def _package_manager(tree: _Tree, facts: JsFacts) -> None:
+def _package_manager(tree: SourceTree, facts: JsFacts) -> None:
     """The package manager: the lockfile's, ``packageManager`` pinning its version (and
     naming it where there is no lockfile); yarn berry also from ``.yarnrc.yml``."""
     pinned = facts.root.package_manager or ""
     name, _, version = pinned.partition("@")
     facts.manager_version = version.split("+", 1)[0] or None
-    berry_rc = tree.yaml(".yarnrc.yml") if ".yarnrc.yml" in tree.name_set else None
+    berry_rc = load_yaml(tree, ".yarnrc.yml")
     linker: Any = None
     if isinstance(berry_rc, dict):
         path = berry_rc.get("yarnPath")

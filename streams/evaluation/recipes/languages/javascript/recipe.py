@@ -30,14 +30,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from streams.evaluation.environments import ENV_DIR, TESTBED
-from streams.evaluation.log_parsers import RUNNER_COMMANDS
 from streams.evaluation.recipes.languages.javascript.package import (
     MAX_LOCKFILE_BYTES,
     JsFacts,
     Package,
     read_js_project,
 )
+from streams.evaluation.recipes.languages.javascript.runners.commands import RUNNER_COMMANDS
 from streams.evaluation.recipes.languages.javascript.runners.uvu import PASS_MARK as UVU_PASS_MARK
 from streams.evaluation.recipes.languages.javascript.scripts import (
     Command,
@@ -49,7 +48,7 @@ from streams.evaluation.recipes.languages.javascript.versions import (
     node_major,
     node_order,
 )
-from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
+from streams.evaluation.recipes.model import ENV_DIR, TESTBED, InstallRecipe, TreeFiles
 from streams.evaluation.recipes.overrides import RepositoryOverride, apply_override
 
 # the options each runner gets, for its log parser: the parser side's table

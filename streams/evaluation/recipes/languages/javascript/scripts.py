@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from streams.evaluation.recipes.languages.javascript.package import Package, PackageManager
+from streams.evaluation.recipes.sources.shell import split_words
 
 Kind = Literal["runner", "check", "build", "other"]
 MAX_DEPTH = 8
@@ -60,7 +61,6 @@ COVERAGE = frozenset({"nyc", "c8", "istanbul", "nyc-cover"})
 ENV_WRAPPERS = frozenset({"cross-env", "env", "cross-env-shell", "dotenv", "dotenv-cli"})
 BUILD_SCRIPT = re.compile(r"(?:^|:)(?:build|compile|bundle|dist|prepare|pretest)(?:$|:)", re.I)
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "(", ")"})
 
 
 @dataclass(frozen=True)
@@ -98,19 +98,9 @@ class ScriptPlan:
 
 
 def split_commands(script: str) -> list[list[str]]:
-    """A script's simple commands (split at ``&&``, ``||``, ``;``, pipes), as words."""
-    lexer = shlex.shlex(script, posix=True, punctuation_chars="&|;()")
-    lexer.whitespace_split = True
-    commands: list[list[str]] = [[]]
-    try:
-        for token in lexer:
-            if token in _SEPARATORS or set(token) <= set("&|;()"):
-                commands.append([])
-            else:
-                commands[-1].append(token)
-    except ValueError:  # unbalanced quotes: whitespace words
-        return [script.split()]
-    return [c for c in commands if c]
+    """A script's simple commands (split at ``&&``, ``||``, ``;``, pipes, groups), as words
+    (redirections left out), by the shared shell splitter."""
+    return split_words(script)
 
 
 def _strip_prefixes(words: list[str]) -> tuple[list[str], list[tuple[str, str]]]:

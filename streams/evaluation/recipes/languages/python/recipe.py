@@ -1,4 +1,4 @@
-"""A Python repository's install recipe, from the facts its files state (``python_project``):
+"""A Python repository's install recipe, from the facts its files state (``facts``):
 a chain of small detectors, each adding what one kind of file asks for.
 
 The recipe installs in three steps, so that an old PR gets the libraries of its time and
@@ -29,14 +29,11 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from streams.evaluation.environments import ENV_DIR, VENV
-from streams.evaluation.recipes.languages.python.project import (
-    FileReader,
-    ProjectFacts,
-    requirement_name,
-)
+from streams.evaluation.recipes.languages.python.facts import ProjectFacts
 from streams.evaluation.recipes.languages.python.pytest_options import plan_pytest_run
-from streams.evaluation.recipes.model import InstallRecipe
+from streams.evaluation.recipes.languages.python.requirements import requirement_name
+from streams.evaluation.recipes.model import ENV_DIR, VENV, InstallRecipe
+from streams.evaluation.recipes.sources.tree import FileReader
 
 REQUIREMENTS_FILE = "swe-stream-requirements.txt"  # the requirement strings we gathered
 MINIMAL_FILE = "swe-stream-minimal.txt"  # pytest, plugins and runtime dependencies only
@@ -476,7 +473,7 @@ def _copy_requirement_files(
     ctx: RecipeContext, paths: list[str], floor: str | None = None
 ) -> dict[str, bytes]:
     """The files (and the files they include) as the env image gets them, from what
-    ``python_project`` read of them: their requirements (no tools, no VCS or URL ones, no
+    ``facts`` read of them: their requirements (no tools, no VCS or URL ones, no
     pytest pin too old for this Python), and their includes as absolute paths of the env."""
     parsed = {item.path: item for item in ctx.facts.requirements_files}
     out: dict[str, bytes] = {}

@@ -1,0 +1,75 @@
+"""A toy language that exists only in the tests: a repository whose tests are shell scripts that
+``make test`` runs, one ``PASS <file>`` / ``FAIL <file>`` line each. It is found the way a
+third-party plugin is, through an entry point of the group ``swe_stream.languages``
+(``tests/streams/evaluation/recipes/test_language_plugins.py`` installs one), and needs no
+edit anywhere in ``streams/`` or ``agents/``: the registry, inference, the validator, the
+check commands and the recipe memory take it as they take Python or JavaScript."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from schemas.tasks import TestStatus
+from streams.evaluation.log_parsers.base import LogParser
+from streams.evaluation.recipes.languages import Inputs, Language
+from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
+
+RUNNER = "make-lines"
+_LINE = re.compile(r"^(PASS|FAIL|SKIP) (\S+)\s*$", re.MULTILINE)
+_STATUS: dict[str, TestStatus] = {"PASS": "passed", "FAIL": "failed", "SKIP": "skipped"}
+_RUNNING = re.compile(r"^RUN (\S+)\s*$", re.MULTILINE)
+
+
+def parse_make_lines(output: str) -> dict[str, TestStatus]:
+    """Per-test statuses from ``PASS <file>`` / ``FAIL <file>`` lines."""
+    return {test: _STATUS[word] for word, test in _LINE.findall(output)}
+
+
+def running_when_killed(output: str) -> str | None:
+    """The test a killed run was in: the last ``RUN <file>`` without its result line."""
+    started = _RUNNING.findall(output)
+    done = set(parse_make_lines(output))
+    return next((test for test in reversed(started) if test not in done), None)
+
+
+def _has_test_target(tree: TreeFiles) -> bool:
+    text = (tree.read("Makefile") or b"").decode("utf-8", errors="replace")
+    return any(line.startswith("test:") for line in text.splitlines())
+
+
+class MakeLanguage(Language):
+    name = "Make"
+    order = 90  # after the built-in languages: a Python project with a Makefile stays Python's
+    runners = {RUNNER: LogParser(parse_make_lines, running_when_killed)}
+    default_runner = RUNNER
+    project_files = frozenset({"Makefile"})
+    test_file_hint = "put it under tests/ as an executable shell script"
+
+    def detect(self, tree: TreeFiles) -> bool:
+        return _has_test_target(tree) and any(n.startswith("tests/") for n in tree.names)
+
+    def infer(self, tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any]:
+        facts = {"tests": [n for n in tree.names if n.startswith("tests/")]}
+        recipe = InstallRecipe(
+            language=self.name,
+            # the test files are appended: the shell hands them to make as one variable
+            test_command="sh -c 'make -s test TESTS=\"$*\"' make",
+            test_runner=RUNNER,
+            system_packages=("make",),
+            sources=("Makefile",),
+        )
+        return [recipe], facts
+
+    def file_of(self, test_id: str) -> str | None:
+        return test_id if test_id.startswith("tests/") and test_id.endswith(".sh") else None
+
+    def fingerprint_files(self, names: Sequence[str]) -> list[str]:
+        return [name for name in names if name == "Makefile"]
+
+    def test_id_shape(self, runner: str) -> str:
+        return "the test script's path (tests/test_x.sh)"
+
+
+LANGUAGE = MakeLanguage()

@@ -1,0 +1,151 @@
+"""A language is a plugin: a toy "make test" language defined only in the tests
+(``tests/fakes/make_language.py``) is registered the way a third-party distribution registers
+one, by an entry point of the group ``swe_stream.languages`` in its installed metadata, and a
+repository of it validates end to end (real git, real Docker): no edit elsewhere."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.extract import Extract
+from agents.validate import ValidateStage
+from schemas import PatchSet, ValidatedTask
+from streams.clients.git import RepoCache
+from streams.core.settings import DockerSettings, ExtractSettings, ValidateSettings
+from streams.evaluation import log_parsers
+from streams.evaluation.recipes import languages as registry
+from streams.evaluation.recipes.infer import infer_recipes
+from streams.evaluation.recipes.memory import dependency_files
+from streams.evaluation.validator import Validator
+from streams.offline.local_repo import make_pull_request_repo
+from tests.agents.repo_tasks import classified_for
+from tests.streams.evaluation.test_js_recipes import tree
+
+MAKEFILE = """\
+test:
+\t@status=0; for t in $(or $(TESTS),$(wildcard tests/*.sh)); do \\
+\t  echo "RUN $$t"; if sh $$t; then echo "PASS $$t"; else echo "FAIL $$t"; status=1; fi; \\
+\tdone; exit $$status
+"""
+CALC = "add() { echo $(($1 - $2)); }\nmul() { echo $(($1 * $2)); }\n"
+FIXED = "add() { echo $(($1 + $2)); }\nmul() { echo $(($1 * $2)); }\n"
+MUL_TEST = '. ./src/calc.sh\n[ "$(mul 2 3)" = 6 ]\n'
+ADD_TEST = '. ./src/calc.sh\n[ "$(add 2 3)" = 5 ]\n'
+BASE = {"Makefile": MAKEFILE, "src/calc.sh": CALC, "tests/test_mul.sh": MUL_TEST, "README": "x\n"}
+
+
+def install_plugin(site: Path) -> None:
+    """What ``pip install`` of a distribution declaring the toy language leaves behind: its
+    metadata, with the entry point, on ``sys.path``."""
+    info = site / "swe_stream_make_language-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: swe-stream-make-language\nVersion: 0.1\n"
+    )
+    (info / "entry_points.txt").write_text(
+        "[swe_stream.languages]\nmake = tests.fakes.make_language:MakeLanguage\n"
+    )
+
+
+@pytest.fixture
+def make_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    install_plugin(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    importlib.invalidate_caches()
+    registry.reload()
+    yield
+    monkeypatch.undo()
+    importlib.invalidate_caches()
+    registry.reload()
+
+
+@pytest.mark.unit
+def test_without_the_plugin_the_toy_repository_is_no_language() -> None:
+    registry.reload()
+    assert registry.language_of(tree(BASE)) is None
+    assert "make-lines" not in log_parsers.LOG_PARSERS
+
+
+@pytest.mark.unit
+def test_the_entry_point_registers_the_language_everywhere(make_plugin: None) -> None:
+    make = registry.language_named("Make")
+    assert make is not None and make in registry.languages()
+    toy = tree(BASE)
+    assert registry.language_of(toy) is make
+    # a Python project with a Makefile stays Python's: built-ins come first
+    assert registry.language_of(tree({**BASE, "setup.py": ""})).name == "Python"  # type: ignore[union-attr]
+    recipes, facts = infer_recipes(toy, repo="o/calc")
+    assert [r.test_runner for r in recipes] == ["make-lines"]
+    assert facts == {"tests": ["tests/test_mul.sh"]}
+    assert log_parsers.log_parser("make-lines").parse("RUN tests/a.sh\nPASS tests/a.sh\n") == {
+        "tests/a.sh": "passed"
+    }
+    assert log_parsers.file_of("tests/a.sh") == "tests/a.sh"
+    assert log_parsers.check_command("make test", "make-lines", "tests/a.sh") == (
+        "make test tests/a.sh"
+    )
+    assert dependency_files(toy) == ["Makefile"]
+
+
+@pytest.mark.unit
+def test_a_plugin_that_does_not_load_is_left_out_with_its_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    info = tmp_path / "broken-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[swe_stream.languages]\nbroken = no_such_module:X\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    try:
+        names = [language.name for language in registry.reload()]
+    finally:
+        monkeypatch.undo()
+        registry.reload()
+    assert names[:2] == ["Python", "JavaScript"] and "broken" not in names
+    assert "language plugin broken (no_such_module:X) does not load" in caplog.text
+
+
+@pytest.mark.docker
+async def test_a_toy_language_repository_validates_end_to_end(
+    make_plugin: None, tmp_path: Path, docker_client: Any, base_image: str
+) -> None:
+    pr = make_pull_request_repo(
+        tmp_path / "git",
+        repo="swe-stream-test/calc-sh",
+        base_files=BASE,
+        # the PR's test files run: the new one, and one it touches that passed before
+        pr_files={
+            "src/calc.sh": FIXED,
+            "tests/test_add.sh": ADD_TEST,
+            "tests/test_mul.sh": "# mul is multiplication\n" + MUL_TEST,
+        },
+    )
+    repos = RepoCache(tmp_path / "cache", pr.url_template)
+    outcome = await Extract(repos, ExtractSettings(), 1)(classified_for(pr))
+    (patches,) = outcome.outputs
+    assert isinstance(patches, PatchSet)
+    docker = DockerSettings(
+        base_image=base_image, python_images={}, node_images={}, cache_level="env"
+    )
+    settings = ValidateSettings(runs=2, test_timeout_seconds=120)
+    stage = ValidateStage(Validator(repos, lambda: docker_client, docker, settings, 1))
+    validated = await stage(patches)
+    assert validated.status == "accepted", (validated.reason, validated.detail)
+    (task,) = validated.outputs
+    assert isinstance(task, ValidatedTask)
+    assert task.FAIL_TO_PASS == ["tests/test_add.sh"]
+    assert task.PASS_TO_PASS == ["tests/test_mul.sh"]
+    assert task.install_config.language == "Make"
+    assert task.install_config.test_runner == "make-lines"
+    assert "make" in task.install_config.system_packages
+    # its checks are the runner's own command with the test appended
+    assert any(check.endswith("'tests/test_add.sh'") or check.endswith("tests/test_add.sh")
+               for check in task.checks)  # fmt: skip
+    assert "tests.fakes.make_language" in sys.modules
