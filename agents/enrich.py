@@ -45,6 +45,7 @@ from schemas import (
 from streams.clients.github import GitHubClient, GitHubNotFound
 from streams.core import metrics
 from streams.core.settings import EnrichSettings
+from streams.evaluation.recipes.languages import languages
 from streams.kafka.topics import CANDIDATES, ENRICHED
 from streams.pipeline.stage import Outcome, Stage
 
@@ -67,6 +68,16 @@ TESTS_ONLY = "tests_only"
 NO_SOURCE_CHANGE = "no_source_change"
 
 
+def known() -> list[str]:
+    """The repository languages validation can install and test: every registered
+    language's name and other names (TypeScript for JavaScript)."""
+    return [
+        name
+        for language in languages()
+        for name in dict.fromkeys([language.name, *sorted(language.spellings)])
+    ]
+
+
 @dataclass(frozen=True)
 class EnrichRules:
     """The local filter; built from ``EnrichSettings`` (and the prefilter's bot list)."""
@@ -84,7 +95,10 @@ class EnrichRules:
     @classmethod
     def from_settings(cls, settings: EnrichSettings, bots: list[str] | None = None) -> EnrichRules:
         return cls(
-            languages=frozenset(lang.lower() for lang in settings.languages),
+            languages=frozenset(
+                lang.lower()
+                for lang in (settings.languages if settings.languages is not None else known())
+            ),
             min_stars=settings.min_stars,
             min_files=settings.min_files,
             max_files=settings.max_files,

@@ -231,11 +231,13 @@ class PrefilterSettings(Section):
 
 
 class EnrichSettings(Section):
-    languages: StrList = Field(
-        # the languages validation can install and test: other PRs would spend API calls, LLM
-        # tokens and a clone before validate rejects them
-        default_factory=lambda: ["Python", "JavaScript", "TypeScript"],
-        description="repository languages kept (GitHub names); empty = all",
+    languages: StrList | None = Field(
+        # unset: the languages validation can install and test (the registered languages and
+        # their other names): other PRs would spend API calls, LLM tokens and a clone before
+        # validate rejects them
+        None,
+        description="repository languages kept (GitHub names); unset = every language "
+        "validation knows (Python, JavaScript, TypeScript and installed plugins'); empty = all",
     )
     min_stars: int = Field(20, ge=0)
     min_files: int = Field(1, ge=0)

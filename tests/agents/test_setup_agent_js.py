@@ -364,4 +364,4 @@ async def test_testgen_writes_a_node_test_with_the_js_runners_ids(
     assert "`test/math.test.js > add > adds two numbers`" in system and "pytest" not in system
     (submit,) = [t for t in request["tools"] if t["function"]["name"] == "submit_tests"]
     ids = submit["function"]["parameters"]["properties"]["fail_to_pass"]["description"]
-    assert "<file> > <describe blocks> > <title>" in ids
+    assert "then the titles of the describe blocks" in ids

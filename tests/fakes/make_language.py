@@ -50,9 +50,13 @@ class MakeLanguage(Language):
     def detect(self, tree: TreeFiles) -> bool:
         return _has_test_target(tree) and any(n.startswith("tests/") for n in tree.names)
 
-    def infer(self, tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any]:
-        facts = {"tests": [n for n in tree.names if n.startswith("tests/")]}
-        recipe = InstallRecipe(
+    def facts(self, tree: TreeFiles) -> Any:
+        return {"tests": [n for n in tree.names if n.startswith("tests/")]}
+
+    def recipe(
+        self, tree: TreeFiles, facts: Any, version: str | None, inputs: Inputs
+    ) -> InstallRecipe:
+        return InstallRecipe(
             language=self.name,
             # the test files are appended: the shell hands them to make as one variable
             test_command="sh -c 'make -s test TESTS=\"$*\"' make",
@@ -60,7 +64,6 @@ class MakeLanguage(Language):
             system_packages=("make",),
             sources=("Makefile",),
         )
-        return [recipe], facts
 
     def file_of(self, test_id: str) -> str | None:
         return test_id if test_id.startswith("tests/") and test_id.endswith(".sh") else None

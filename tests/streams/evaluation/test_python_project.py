@@ -641,7 +641,7 @@ def test_poetry_core_dependencies_groups_and_extras_converted() -> None:
         ("^1", ">=1,<2"),
         ("~1.2.3", ">=1.2.3,<1.3.0"),
         ("~1", ">=1,<2"),
-        ("~=1.4", "~=1.4"),
+        ("~=1.4", ">=1.4,<2.0"),  # the same versions, as poetry-core writes them
         (">=1.2,<2", ">=1.2,<2"),
         (">= 1.2, < 2.0", ">=1.2,<2.0"),
         (">=1.2 <2.0", ">=1.2,<2.0"),
@@ -651,7 +651,7 @@ def test_poetry_core_dependencies_groups_and_extras_converted() -> None:
         ("*", ""),
         ("", ""),
         ("!=1.5", "!=1.5"),
-        ("^1.2 || ^2.0", None),
+        ("^1.2 || ^2.0", ">=1.2,<3.0"),
         ("^banana", None),
     ],
 )

@@ -142,9 +142,28 @@ class Language:
         """Whether ``tree`` is a project of this language."""
         return False
 
+    def facts(self, tree: TreeFiles) -> Any:
+        """What the tree's files say (its own type; None: nothing to read)."""
+        return None
+
+    def versions(self, facts: Any, inputs: Inputs) -> list[str | None]:
+        """The toolchain versions to try, best first, against the images there are
+        (``inputs.images_of(toolchain)``); None: the default base image's."""
+        return [None]
+
+    def recipe(
+        self, tree: TreeFiles, facts: Any, version: str | None, inputs: Inputs
+    ) -> InstallRecipe:
+        """The recipe of one toolchain version (what ``infer`` makes by default)."""
+        raise NotImplementedError(f"{self.name}: a language gives recipe() or infer()")
+
     def infer(self, tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any]:
-        """The recipes to try, best first, and the facts they were made of."""
-        return [], None
+        """The recipes to try, best first, and the facts they were made of: by default one
+        ``recipe`` per version of ``versions``, none when there are no ``facts``."""
+        facts = self.facts(tree)
+        if facts is None:
+            return [], None
+        return [self.recipe(tree, facts, v, inputs) for v in self.versions(facts, inputs)], facts
 
     def no_recipe(self, facts: Any, inputs: Inputs) -> tuple[str, str]:
         """Why a tree of this language has no recipe (a rejection's reason and detail)."""

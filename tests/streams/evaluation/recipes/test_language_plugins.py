@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agents.enrich import known
 from agents.extract import Extract
 from agents.validate import ValidateStage
 from schemas import PatchSet, ValidatedTask
@@ -91,6 +92,7 @@ def test_the_entry_point_registers_the_language_everywhere(make_plugin: None) ->
         "make test tests/a.sh"
     )
     assert dependency_files(toy) == ["Makefile"]
+    assert "Make" in known()  # enrich keeps its repositories' PRs by default
 
 
 @pytest.mark.unit

@@ -17,6 +17,8 @@ from streams.evaluation.recipes.languages.javascript.package import MAX_LOCKFILE
 from streams.evaluation.recipes.languages.javascript.recipe import (
     infer_js_recipes,
     is_js_tree,
+    js_versions,
+    read_js_facts,
     tests_of_helpers,
 )
 from streams.evaluation.recipes.languages.javascript.runners import (
@@ -148,6 +150,13 @@ class JavaScript(Language):
 
     def detect(self, tree: TreeFiles) -> bool:
         return is_js_tree(tree)
+
+    def facts(self, tree: TreeFiles) -> JsFacts | None:
+        return read_js_facts(tree)
+
+    def versions(self, facts: Any, inputs: Inputs) -> list[str | None]:
+        images = inputs.images_of(self.toolchain)
+        return js_versions(facts, images, inputs.created_at, inputs.changed_files, inputs.override)
 
     def infer(self, tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any]:
         return infer_js_recipes(

@@ -626,6 +626,31 @@ def node_candidates(facts: JsFacts, package: Package, node_images: dict[str, str
     return node_order(node_images, engines, declared, pinned, created_at)
 
 
+def read_js_facts(tree: TreeFiles) -> JsFacts | None:
+    """What the tree's package.json files, lockfiles and CI say; None without a package.json."""
+    if not is_js_tree(tree):
+        return None
+    return read_js_project(tree.names, lambda path: tree.read(path, MAX_LOCKFILE_BYTES))
+
+
+def js_versions(
+    facts: JsFacts,
+    node_images: dict[str, str],
+    created_at: datetime | None = None,
+    changed_files: Iterable[str] = (),
+    override: RepositoryOverride | None = None,
+) -> list[str | None]:
+    """The Node majors to try, best first (``node_candidates`` for the PR's package); None
+    alone: the default base image. An override's ``node`` is the only one tried, if it has an
+    image (``engines.node`` notwithstanding)."""
+    if override is not None and override.node is not None:
+        return [override.node] if override.node in node_images else []
+    if not node_images:
+        return [None]
+    package = package_of(facts, tuple(changed_files))
+    return list(node_candidates(facts, package, node_images, created_at))
+
+
 def infer_js_recipes(
     tree: TreeFiles,
     *,
@@ -636,33 +661,21 @@ def infer_js_recipes(
 ) -> tuple[list[InstallRecipe], JsFacts | None]:
     """The recipes to try (best first) and the facts they were made of; none when the tree
     has no package.json, or ``engines.node`` excludes every Node there is an image of.
-    ``node_images``: Node major -> base image (``node_versions.node_images_by_suite``);
-    empty: one recipe on the default base image. An override's ``node`` is the only major
-    tried: its recipe when it has an image, else none (its ``python`` is ignored)."""
-    if not is_js_tree(tree):
-        return [], None
-
-    def read(path: str) -> bytes | None:
-        return tree.read(path, MAX_LOCKFILE_BYTES)
-
-    facts = read_js_project(tree.names, read)
+    ``node_images``: Node major -> base image (``versions.node_images_by_suite``); empty: one
+    recipe on the default base image. An override's ``node`` is the only major tried: its
+    recipe when it has an image, else none (its ``python`` is ignored)."""
+    facts = read_js_facts(tree)
     if facts is None:
         return [], None
     changed = tuple(changed_files)
-    package = package_of(facts, changed)
-    nodes: list[str | None] = (
-        list(node_candidates(facts, package, node_images, created_at)) if node_images else [None]
-    )
-    if override is not None and override.node is not None:
-        # the override's Node major alone (engines.node notwithstanding), if it has an image
-        nodes = [override.node] if override.node in node_images else []
+    nodes = js_versions(facts, node_images, created_at, changed, override)
     before = created_at.strftime("%Y-%m-%d") if created_at else None
     recipes = []
     for node in nodes:
         ctx = JsContext(
-            names=tree.names, read=read, facts=facts, node=node,
-            base_image=node_images.get(node, "") if node else "", before=before,
-            changed_files=changed,
+            names=tree.names, read=lambda path: tree.read(path, MAX_LOCKFILE_BYTES),
+            facts=facts, node=node, base_image=node_images.get(node, "") if node else "",
+            before=before, changed_files=changed,
         )  # fmt: skip
         recipes.append(apply_override(js_recipe(ctx), override))
     return recipes, facts

@@ -1,7 +1,15 @@
 """What a Python project's CI files state: the Python versions its jobs run, and the install,
 system package, pre-test and test commands of the jobs that run tests (of every job when none
-does). Jobs and steps come from the shared CI walker (``sources.ci``: local composite actions
-and reusable workflows followed); commands are told apart by ``commands.classify_command``.
+does), and the variables those jobs set. Jobs and steps come from the shared CI walker
+(``sources.ci``: local composite actions and reusable workflows followed); commands are told
+apart by ``commands.classify_command``.
+
+A pre-test step is a build command ``classify_command`` knows (``msgfmt``, ``setup.py
+build_ext``, ...), or a script of the repository itself (``./scripts/build-translations.sh``,
+``bash ci/prepare.sh``, ``python tools/gen.py``: a file of the tree) that a Linux test job runs
+after one of its install steps and before its first test step: what the job builds for its
+tests (``pre_test_scripts``; the recipe lets them fail, as they may need what the sandbox has
+not).
 """
 
 from __future__ import annotations
@@ -10,7 +18,11 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams.evaluation.recipes.languages.python.commands import classify_command, run_segments
+from streams.evaluation.recipes.languages.python.commands import (
+    classify_command,
+    run_segments,
+    script_path,
+)
 from streams.evaluation.recipes.languages.python.common import dedupe, sorted_versions
 from streams.evaluation.recipes.sources.ci import CIJob, read_ci
 from streams.evaluation.recipes.sources.loaders import list_value, string_list, table_at
@@ -27,6 +39,10 @@ class CIFacts:
     system_packages: list[str] = field(default_factory=list)
     pre_test_commands: list[str] = field(default_factory=list)
     test_commands: list[str] = field(default_factory=list)
+    # those of pre_test_commands that run a script of the repository (in the same order)
+    pre_test_scripts: list[str] = field(default_factory=list)
+    # the variables the jobs and their steps set (literal values only; the first one wins)
+    environment: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -35,6 +51,18 @@ class _Job:
     non_linux: bool = False
     pythons: list[str] = field(default_factory=list)
     segments: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+    def add_env(self, values: dict[str, Any]) -> None:
+        """The literal values of an ``env:`` table (GitLab's ``{value: ...}`` too): one with a
+        ``${{ }}`` expression is only known when the job runs."""
+        for key, value in values.items():
+            if isinstance(value, dict):
+                value = value.get("value")
+            if isinstance(value, bool) or not isinstance(value, str | int | float):
+                continue
+            if "${{" not in str(value):
+                self.env.setdefault(str(key), str(value))
 
 
 _PYTHON_KEYS = ("python-version", "python", "python_version", "python-versions", "py", "pyver")
@@ -117,6 +145,7 @@ _FOREIGN_SHELLS = (["pwsh"], ["powershell"], ["cmd"])  # run lines in them are n
 
 def _github_job(tree: SourceTree, job: CIJob) -> _Job:
     facts = _Job(job.name, _non_linux(job.runs_on, job.matrix))
+    facts.add_env(job.env)
     for matrix in (job.matrix, *job.caller_matrices):
         facts.pythons.extend(_matrix_pythons(matrix, job.where, tree))
     for step in job.steps:
@@ -127,6 +156,7 @@ def _github_job(tree: SourceTree, job: CIJob) -> _Job:
         if step.shell is not None and step.shell.split()[:1] in _FOREIGN_SHELLS:
             continue
         if step.run is not None:
+            facts.add_env(step.env)
             facts.segments.extend(run_segments(step.run))
     return facts
 
@@ -153,9 +183,32 @@ def _job_facts(tree: SourceTree, job: CIJob) -> _Job:
     facts = _travis_job(tree, job) if job.system == "travis" else _Job(job.name)
     if job.system == "gitlab":
         facts.pythons.extend(_gitlab_python(tree, job.image))
+        facts.add_env(job.env)
     for step in job.steps:
         facts.segments.extend(run_segments(step.run or ""))
     return facts
+
+
+_NOT_PRE_TEST_WORDS = ("lint", "deploy", "publish", "upload", "release", "docs", "coverage")
+
+
+def _pre_test_scripts(tree: SourceTree, kinds: list[tuple[str, str, list[str]]]) -> list[int]:
+    """Where a job runs a script of the repository after an install step and before its
+    first test step (see the module's docstring), by index in ``kinds``; never a script
+    named for linting, docs or publishing (a build for the tests is what is wanted)."""
+    installs = [i for i, (_, kind, _) in enumerate(kinds) if kind == "install"]
+    tests = [i for i, (_, kind, _) in enumerate(kinds) if kind == "test"]
+    if not installs or not tests:
+        return []
+    found = []
+    for index in range(installs[0] + 1, tests[0]):
+        segment, kind, _ = kinds[index]
+        path = script_path(segment) if kind == "other" else None
+        if path is None or not tree.has(path):
+            continue
+        if not any(word in path.rsplit("/", 1)[-1].lower() for word in _NOT_PRE_TEST_WORDS):
+            found.append(index)
+    return found
 
 
 def read_ci_facts(tree: SourceTree) -> CIFacts:
@@ -167,13 +220,27 @@ def read_ci_facts(tree: SourceTree) -> CIFacts:
     if not chosen:
         chosen = list(range(len(jobs)))
     pythons: list[str] = []
-    lists: dict[str, list[str]] = {"install": [], "test": [], "pre_test": [], "system": []}
+    environment: dict[str, str] = {}
+    lists: dict[str, list[str]] = {
+        "install": [],
+        "test": [],
+        "pre_test": [],
+        "system": [],
+        "script": [],
+    }
     for index in chosen:
-        pythons.extend(jobs[index].pythons)
-        for segment, kind, packages in classified[index]:
+        job = jobs[index]
+        pythons.extend(job.pythons)
+        for key, value in job.env.items():
+            environment.setdefault(key, value)
+        scripts = set() if job.non_linux else set(_pre_test_scripts(tree, classified[index]))
+        for position, (segment, kind, packages) in enumerate(classified[index]):
             if kind == "system":
-                if not jobs[index].non_linux:
+                if not job.non_linux:
                     lists["system"].extend(packages)
+            elif position in scripts:
+                lists["pre_test"].append(segment)
+                lists["script"].append(segment)
             elif kind in lists:
                 lists[kind].append(segment)
     return CIFacts(
@@ -183,4 +250,6 @@ def read_ci_facts(tree: SourceTree) -> CIFacts:
         system_packages=dedupe(lists["system"]),
         pre_test_commands=dedupe(lists["pre_test"]),
         test_commands=dedupe(lists["test"]),
+        pre_test_scripts=dedupe(lists["script"]),
+        environment=environment,
     )

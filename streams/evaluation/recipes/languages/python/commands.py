@@ -75,8 +75,12 @@ def _unwrap(argv: list[str], depth: int = 0) -> tuple[list[str], bool]:
     if not argv or depth > 5:
         return argv, False
     head = posixpath.basename(argv[0]).lower()
-    if head in {"bash", "sh"} and len(argv) > 1 and not argv[1].startswith("-"):
-        return argv[1:], False
+    if head in {"bash", "sh"}:
+        rest = argv[1:]
+        # the shell's own options (``bash -ex x.sh``, ``-o pipefail``); ``-c`` runs a string
+        while rest and rest[0][:1] in "-+" and rest[0] not in {"-c", "-", "--"}:
+            rest = rest[2:] if rest[0] in {"-o", "+o"} else rest[1:]
+        return (rest, False) if rest and rest[0][:1] not in "-+" else (argv, False)
     python = _is_python(argv[0])
     if python or head == "uvx":
         rest = argv[1:]
@@ -165,15 +169,52 @@ def _install_kind(head: str, args: list[str]) -> str | None:
     return None
 
 
+# what a line of several commands is taken for: the kind of the one that matters most
+_KIND_ORDER = ("test", "pre_test", "install", "system", "other")
+
+
 def classify_command(segment: str) -> tuple[str, list[str]]:
-    """One shell command -> (kind, system packages): kind is install, test, pre_test, system
-    or other."""
+    """A shell command -> (kind, system packages): kind is install, test, pre_test, system
+    or other. A line of several commands (``pip install -e . ; pytest``, cut by the shell
+    splitter) is of the kind of the one that matters most (``_KIND_ORDER``: a line that runs
+    the tests is a test command), with the system packages of all."""
     squashed = _squash_expressions(segment)
+    commands = split_commands(_mask_expressions(squashed))
+    if len(commands) <= 1:
+        return _classify_simple(squashed)
+    results = [_classify_simple(squashed[c.start : c.end]) for c in commands]
+    kind = min((kind for kind, _ in results), key=_KIND_ORDER.index)
+    return kind, [package for _, packages in results for package in packages]
+
+
+def _words(command: str) -> list[str]:
     try:
-        argv = shlex.split(squashed, comments=True)
+        return shlex.split(command, comments=True)
     except ValueError:
-        argv = squashed.split()
-    argv, wrapped = _unwrap(argv)
+        return command.split()
+
+
+def script_path(segment: str) -> str | None:
+    """The file a command runs as a script, relative to where it runs: ``./scripts/x.sh``,
+    ``sh tools/compile.sh``, ``python scripts/gen.py`` (through wrappers such as ``uv run``);
+    None for a program, ``python -m``/``-c``, an absolute path or one out of the tree, or a
+    path computed when the job runs (``$DIR/x.sh``, ``${{ ... }}``)."""
+    if "${{" in segment:
+        return None
+    argv, _ = _unwrap(_words(segment))
+    if not argv:
+        return None
+    head = argv[0]
+    if "/" not in head and not head.endswith((".sh", ".bash", ".py")):
+        return None  # a program found on the PATH
+    path = posixpath.normpath(head)
+    if "$" in path or path.startswith(("/", "../", "~")) or path == "..":
+        return None
+    return path
+
+
+def _classify_simple(segment: str) -> tuple[str, list[str]]:
+    argv, wrapped = _unwrap(_words(segment))
     if not argv:
         return "other", []
     head = posixpath.basename(argv[0]).lower()

@@ -10,6 +10,7 @@ import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from streams.evaluation.recipes.languages import version_key
 from streams.evaluation.recipes.sources.loaders import short_error
 from streams.evaluation.recipes.sources.tree import SourceTree
 
@@ -56,11 +57,9 @@ def dedupe(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
-
-
 def sorted_versions(versions: Iterable[str]) -> list[str]:
+    """Oldest first, compared as versions (3.9 before 3.10, 3.10 before 3.10.1); a string that
+    is no version comes after every version, in text order."""
     return sorted(set(versions), key=version_key)
 
 

@@ -268,9 +268,15 @@ def read_project(names: Iterable[str], read: FileReader) -> ProjectFacts:
         for args in session.installs:
             refs += [args[i + 1] for i, arg in enumerate(args[:-1]) if arg in {"-r", "-c"}]
     refs = [posixpath.normpath(ref) for ref in refs]
+    # what pip would expand ``${NAME}`` in a requirements file from: the variables the CI's
+    # test jobs set (where pip runs), then tox's setenv (its deps are installed with it)
+    variables = {**(tox.setenv if tox is not None else {}), **ci.environment}
     no_files: list[RequirementsFile] = []
     requirements_files = _guarded(
-        tree, "requirements files", no_files, lambda: read_requirements_files(tree, refs)
+        tree,
+        "requirements files",
+        no_files,
+        lambda: read_requirements_files(tree, refs, variables),
     )
     sources = [name for name in tree.names if name.endswith((".c", ".pyx"))]
     if any(source.endswith(".pyx") for source in sources):

@@ -11,7 +11,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from streams.evaluation.log_parsers.base import LogParser, ReportFile
-from streams.evaluation.recipes.languages import Cause, Inputs, Language
+from streams.evaluation.recipes.languages import Cause, Inputs, Language, version_key
 from streams.evaluation.recipes.languages.python import prompts
 from streams.evaluation.recipes.languages.python.facts import ProjectFacts, read_project
 from streams.evaluation.recipes.languages.python.recipe import RecipeContext, python_recipe
@@ -70,6 +70,19 @@ def declared_pythons(facts: ProjectFacts) -> list[str]:
     return versions
 
 
+def python_versions(facts: ProjectFacts, inputs: Inputs) -> list[str | None]:
+    """The Pythons to try, best first (``versions.python_order``); None alone: the default
+    base image, whatever Python it has. An override's ``python`` is the only one tried."""
+    override = inputs.override
+    images = inputs.images_of("python")
+    if override is not None and override.python:
+        return [override.python]
+    if not images:  # no base image per Python: the default one
+        return [None]
+    declared = declared_pythons(facts)
+    return list(python_order(images, facts.requires_python, declared, inputs.created_at))
+
+
 def python_recipes(tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any]:
     """Python's recipes to try (best first) and the facts they were made of; no recipe when the
     tree is no Python project, or its ``requires-python`` excludes every Python there is."""
@@ -79,20 +92,11 @@ def python_recipes(tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe]
     for problem in facts.problems:
         log.info("%s: %s", inputs.repo, problem)
     images = inputs.images_of("python")
-    override = inputs.override
-    created_at = inputs.created_at
-    pythons: list[str | None]
-    if override is not None and override.python:
-        pythons = [override.python]
-    elif not images:  # no base image per Python: the default one, whatever it has
-        pythons = [None]
-    else:
-        declared = declared_pythons(facts)
-        pythons = list(python_order(images, facts.requires_python, declared, created_at))
     version = version_of_tag(inputs.release_tag()) if facts.scm_version else None
+    created_at = inputs.created_at
     exclude_newer = created_at.strftime("%Y-%m-%d") if created_at else None
     recipes = []
-    for python in pythons:
+    for python in python_versions(facts, inputs):
         context = RecipeContext(
             names=tree.names,
             read=tree.read,
@@ -102,7 +106,7 @@ def python_recipes(tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe]
             exclude_newer=exclude_newer,
             version=version,
         )
-        recipes.append(apply_override(python_recipe(context), override))
+        recipes.append(apply_override(python_recipe(context), inputs.override))
     return recipes, facts
 
 
@@ -137,11 +141,17 @@ class Python(Language):
     def detect(self, tree: TreeFiles) -> bool:
         return is_python_tree(tree)
 
+    def facts(self, tree: TreeFiles) -> ProjectFacts | None:
+        return read_project(tree.names, tree.read) if is_python_tree(tree) else None
+
+    def versions(self, facts: Any, inputs: Inputs) -> list[str | None]:
+        return python_versions(facts, inputs)
+
     def infer(self, tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any]:
         return python_recipes(tree, inputs)
 
     def no_recipe(self, facts: Any, inputs: Inputs) -> tuple[str, str]:
-        pythons = ", ".join(sorted(inputs.images_of("python")))
+        pythons = ", ".join(sorted(inputs.images_of("python"), key=version_key))
         return NO_PYTHON, (
             f"requires-python {facts.requires_python!r} excludes every Python with a base "
             f"image ({pythons})"

@@ -6,14 +6,16 @@ extensions.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from dependency_groups import CyclicDependencyError, DependencyGroupResolver
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
+from poetry.core.constraints import version as poetry_version
+from poetry.core.constraints.version import parse_constraint
 
-from streams.evaluation.recipes.languages.python.common import MAX_DEPTH, Metadata
+from streams.evaluation.recipes.languages.python.common import Metadata
 from streams.evaluation.recipes.languages.python.requirements import (
     checked_requirement,
     checked_requirements,
@@ -23,67 +25,52 @@ from streams.evaluation.recipes.languages.python.requirements import (
 from streams.evaluation.recipes.sources.loaders import load_toml, string_list, table_at
 from streams.evaluation.recipes.sources.tree import SourceTree
 
-_POETRY_OPERATORS = ("===", "==", "!=", "<=", ">=", "~=", "<", ">", "=", "^", "~")
+
+def _has_gaps(constraint: poetry_version.VersionConstraint) -> bool:
+    """A union of disjoint ranges that is not one range with holes (``!=1.5``, ``!=3.0.*``)."""
+    return isinstance(constraint, poetry_version.VersionUnion) and not (
+        constraint.excludes_single_version or constraint.excludes_single_wildcard_range
+    )
 
 
-def _release(text: str) -> list[int] | None:
-    try:
-        return list(Version(text).release)
-    except InvalidVersion:
-        return None
-
-
-def _bumped(parts: list[int], index: int) -> str:
-    upper = [*parts[:index], parts[index] + 1] + [0] * (len(parts) - index - 1)
-    return ".".join(str(part) for part in upper)
-
-
-def _poetry_clause(clause: str) -> list[str] | None:
-    if clause == "*":
-        return []
-    if clause.startswith("~="):
-        return [clause]
-    if clause[0] in "^~":
-        version = clause[1:].strip()
-        parts = _release(version)
-        if not parts:
-            return None
-        if clause[0] == "^":
-            index = next((i for i, part in enumerate(parts) if part), len(parts) - 1)
-        else:
-            index = 1 if len(parts) > 1 else 0
-        return [f">={version}", f"<{_bumped(parts, index)}"]
-    for operator in ("===", "==", "!=", "<=", ">=", "<", ">"):
-        if clause.startswith(operator):
-            return [operator + clause[len(operator) :].strip()]
-    if clause.startswith("="):
-        return ["==" + clause[1:].strip()]
-    return ["==" + clause.replace(".x", ".*")]
+def _pep440(constraint: poetry_version.VersionConstraint) -> str:
+    """One poetry-core constraint as a PEP 440 specifier. A union of disjoint ranges (``^1.2 ||
+    ^3.0``) has none: it becomes the smallest range that holds it (``>=1.2,<4.0``), a superset
+    that lets the resolver pick a version in the gap rather than leave the dependency out."""
+    if isinstance(constraint, poetry_version.Version):
+        return f"=={constraint.text}"
+    if isinstance(constraint, poetry_version.VersionUnion) and _has_gaps(constraint):
+        first, last = constraint.ranges[0], constraint.ranges[-1]
+        constraint = poetry_version.VersionRange(
+            first.min, last.max, first.include_min, last.include_max
+        )
+    return "" if constraint.is_any() else str(constraint).replace(" ", "")
 
 
 def poetry_constraint(text: str) -> str | None:
-    """A poetry version constraint as a PEP 440 specifier ("" for any), None if not expressible
-    (``||`` alternatives, malformed versions)."""
+    """A poetry version constraint as a PEP 440 specifier ("" for any), None when poetry
+    cannot read it (``^banana``) or it allows no version at all.
+
+    Read by poetry-core, and written as poetry-core's own PEP 508 conversion writes it
+    (``Dependency.base_pep_508_name``): a union is written clause by clause, each clause read
+    alone (``>=2.7,!=3.0.*,!=3.1.*`` stays so); where a clause is itself a union of disjoint
+    ranges (``^1.2 || ^3.0``), for which poetry-core writes a ``||`` no PEP 440 tool reads,
+    the whole constraint becomes the smallest range that holds it (``_pep440``)."""
     text = text.strip()
     if text in {"", "*"}:
         return ""
-    if "|" in text:
+    try:
+        constraint = parse_constraint(text)
+        clauses = [constraint]
+        if _has_gaps(constraint):
+            clauses = [parse_constraint(part) for part in text.split(",") if part.strip()]
+            if any(_has_gaps(clause) for clause in clauses):
+                clauses = [constraint]
+    except (ValueError, RecursionError):  # poetry-core's parse errors are ValueErrors
         return None
-    clauses: list[str] = []
-    for part in text.split(","):
-        pending = ""
-        for token in part.split():
-            if token in _POETRY_OPERATORS:
-                pending += token
-                continue
-            converted = _poetry_clause(pending + token)
-            if converted is None:
-                return None
-            clauses.extend(converted)
-            pending = ""
-        if pending:
-            return None
-    result = ",".join(clauses)
+    if constraint.is_empty():
+        return None
+    result = ",".join(filter(None, (_pep440(clause) for clause in clauses)))
     try:
         SpecifierSet(result)
     except InvalidSpecifier:
@@ -101,7 +88,10 @@ def _python_marker(constraint: str) -> str | None:
             specifier = Specifier(clause)
         except InvalidSpecifier:
             return None
-        release = specifier.version.removesuffix(".*").split(".")
+        try:
+            release = Version(specifier.version.removesuffix(".*")).release
+        except InvalidVersion:
+            return None
         variable = "python_full_version" if len(release) >= 3 else "python_version"
         terms.append(f'{variable} {specifier.operator} "{specifier.version}"')
     return " and ".join(terms)
@@ -277,39 +267,69 @@ def _read_poetry(tree: SourceTree, acc: Metadata, doc: dict[str, Any]) -> None:
             reqs.extend(req for req in found if req not in reqs)
 
 
+# far more than any project has: the resolver walks includes recursively, once per group
+# when they form a cycle, so more would only make a hostile file slow
+MAX_DEPENDENCY_GROUPS = 200
+
+
 def _group_key(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    """PEP 735's normalised group name (the one ``include-group`` is looked up by)."""
+    return canonicalize_name(name)
+
+
+def _checked_groups(tree: SourceTree, raw: dict[str, Any]) -> dict[str, list[Any]]:
+    """The table as the resolver gets it: each group's valid requirements and its includes of
+    groups that exist, in order; anything else is a problem and left out (the resolver would
+    fail the whole group on it)."""
+    by_key: dict[str, str] = {}
+    if len(raw) > MAX_DEPENDENCY_GROUPS:
+        tree.problem(f"dependency-groups: more than {MAX_DEPENDENCY_GROUPS} groups; rest not read")
+    for name in list(raw)[:MAX_DEPENDENCY_GROUPS]:
+        first = by_key.setdefault(_group_key(name), name)
+        if first != name:
+            tree.problem(f"dependency-groups: {name} is {first} again (names are normalised)")
+    checked: dict[str, list[Any]] = {}
+    for name in by_key.values():
+        where = f"dependency-groups.{name}"
+        entries = raw[name]
+        if not isinstance(entries, list):
+            tree.problem(f"{where}: not a list; skipped")
+            entries = []
+        kept: list[Any] = []
+        for entry in entries:
+            if isinstance(entry, str):
+                kept.extend(filter(None, [checked_requirement(entry, where, tree)]))
+            elif isinstance(entry, dict) and list(entry) == ["include-group"]:
+                target = entry["include-group"]
+                if isinstance(target, str) and _group_key(target) in by_key:
+                    kept.append(entry)
+                else:
+                    tree.problem(f"{where}: includes unknown group {entry}")
+            else:
+                tree.problem(f"{where}: entry {entry!r} not understood")
+        checked[name] = kept
+    return checked
 
 
 def _read_dependency_groups(tree: SourceTree, raw: dict[str, Any]) -> dict[str, list[str]]:
-    """PEP 735 groups with ``{include-group = ...}`` resolved; cycles become problems."""
-    by_key = {_group_key(name): name for name in raw}
-    resolved: dict[str, list[str]] = {}
-
-    def expand(name: str, stack: list[str]) -> list[str]:
-        if name in resolved:
-            return resolved[name]
-        if name in stack or len(stack) > MAX_DEPTH:
-            tree.problem(f"dependency-groups: include cycle {' -> '.join([*stack, name])}")
-            return []
-        found: list[str] = []
-        entries = raw.get(name)
-        for entry in entries if isinstance(entries, list) else []:
-            if isinstance(entry, str):
-                req = checked_requirement(entry, f"dependency-groups.{name}", tree)
-                found.extend([req] if req else [])
-            elif isinstance(entry, dict) and set(entry) == {"include-group"}:
-                target = by_key.get(_group_key(str(entry["include-group"])))
-                if target is None:
-                    tree.problem(f"dependency-groups.{name}: includes unknown group {entry}")
-                    continue
-                found.extend(expand(target, [*stack, name]))
-            else:
-                tree.problem(f"dependency-groups.{name}: entry {entry!r} not understood")
-        resolved[name] = found
-        return found
-
-    return {name: expand(name, []) for name in raw}
+    """PEP 735 groups with ``{include-group = ...}`` resolved by the ``dependency-groups``
+    library (PyPA's reference implementation); a group in an include cycle (or nested beyond
+    what the resolver's recursion takes) is a problem and resolves to nothing."""
+    checked = _checked_groups(tree, raw)
+    # one resolver for all: it keeps each group it resolved, so a group included by many is
+    # walked once (what a walk that raised left behind only names real ancestors)
+    resolver = DependencyGroupResolver(checked)
+    groups: dict[str, list[str]] = {}
+    for name in checked:
+        try:
+            groups[name] = [str(requirement) for requirement in resolver.resolve(name)]
+        except CyclicDependencyError as exc:
+            tree.problem(f"dependency-groups.{name}: include cycle ({exc})")
+            groups[name] = []
+        except (ValueError, TypeError, LookupError, RecursionError) as exc:
+            tree.problem(f"dependency-groups.{name}: not resolved ({type(exc).__name__}: {exc})")
+            groups[name] = []
+    return groups
 
 
 def _read_pyproject_tools(tree: SourceTree, acc: Metadata, doc: dict[str, Any]) -> None:

@@ -74,6 +74,7 @@ STEP_PACKAGES = {
 C_BUILD_PACKAGES = ("gcc", "libc6-dev", "python3-dev")
 # what a pre-test step in CI may be: build steps, never deploys, uploads or the tests
 PRE_TEST_PROGRAMS = ("msgfmt", "pybabel", "django-admin", "python", "make")
+PRE_TEST_SCRIPT_TIMEOUT = 900  # seconds a repository's pre-test script may take
 
 DECLARED_REQUIREMENTS = '''\
 """Print the requirements of the project installed from /testbed (editable), with the extras
@@ -341,10 +342,29 @@ def detect_ci_installs(ctx: RecipeContext, draft: Draft) -> None:
         draft.sources.append("ci:install")
 
 
+def tolerated_step(command: str) -> str:
+    """``command`` as a pre-test step that may fail: a script of the repository may need what
+    the sandbox has not (the network, a secret), so its failure (or its running longer than
+    ``PRE_TEST_SCRIPT_TIMEOUT`` seconds) drops it, with a line on stderr saying so, and the
+    build goes on."""
+    quoted = shlex.quote(command)
+    return (
+        f"timeout {PRE_TEST_SCRIPT_TIMEOUT} bash -c {quoted} || "
+        f'echo "swe-stream: pre-test step dropped (exit $?): "{quoted} >&2'
+    )
+
+
 def detect_ci_steps(ctx: RecipeContext, draft: Draft) -> None:
     """Build steps the CI runs before its tests (compiling translations, extensions), with
-    the Debian packages their programs come from."""
+    the Debian packages their programs come from; and the repository's own scripts its test
+    jobs run between their installs and their tests, in their order, each allowed to fail
+    (``tolerated_step``; the packages the job installs are among the CI's system packages)."""
+    scripts = set(ctx.facts.ci.pre_test_scripts)
     for command in ctx.facts.ci.pre_test_commands:
+        if command in scripts:
+            draft.add(draft.pre_test, tolerated_step(command))
+            draft.add(draft.sources, "ci:pre-test-script")
+            continue
         try:
             words = shlex.split(command, posix=True)
         except ValueError:
@@ -512,7 +532,7 @@ def python_recipe(ctx: RecipeContext, detectors: list[Detector] = DETECTORS) -> 
     runner = f"pytest>={floor}" if floor else None
     if floor and ctx.exclude_newer and ctx.exclude_newer < FLOOR_RELEASED[floor]:
         undated += RUNNER_STACK
-        runner = f"pytest>={floor},<{int(floor.split('.')[0]) + 1}"
+        runner = f"pytest>={floor},<{Version(floor).major + 1}"
     files = _copy_requirement_files(ctx, draft.requirement_files, floor)
     # a package the repository's own requirement files name is theirs to pin: a looser (or
     # newer) spec of ours beside it would only make the resolution fail

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -93,6 +93,8 @@ _PIP_OPTIONS_WITH_VALUE = frozenset(
         "--hash",
     }
 )
+# pip's own pattern for the variables it expands (req_file.ENV_VAR_RE): a token, not structure
+_PIP_VARIABLE = re.compile(r"\$\{(?P<name>[A-Z0-9_]+)\}")
 _PIP_FLAGS = frozenset({"--pre", "--prefer-binary", "--no-index", "--require-hashes", "--no-deps"})
 
 
@@ -183,23 +185,59 @@ def _url_requirement(line: str) -> str | None:
     return None
 
 
-def parse_requirements_text(text: str, path: str, tree: SourceTree) -> RequirementsFile:
+def _pip_logical_lines(text: str) -> list[str]:
+    """The lines of a requirements file with pip's continuations joined, as pip's
+    ``req_file.join_lines`` does: a line ending in a backslash goes on with the next one, but
+    a comment line never does (even ending in one: it ends a continuation instead), and the
+    backslash is dropped without a blank in its place. Comments are stripped afterwards, so a
+    requirement followed by a comment ending in a backslash does take the next line in (and
+    its comment then drops it), as in pip."""
+    logical: list[str] = []
+    pending: list[str] = []
+    for line in text.splitlines():
+        comment = line.lstrip().startswith("#")
+        if line.endswith("\\") and not comment:
+            pending.append(line.strip("\\"))
+            continue
+        # pip adds a blank before a comment line, so that it stays a comment once joined
+        logical.append("".join([*pending, " " + line if comment else line]))
+        pending = []
+    if pending:
+        logical.append("".join(pending))
+    return logical
+
+
+def _expand_pip_variables(
+    line: str, variables: Mapping[str, str], path: str, tree: SourceTree
+) -> str:
+    """``${NAME}`` replaced as pip does (``req_file.expand_env_variables``: only this form,
+    names of capitals, digits and ``_``), from ``variables`` instead of pip's environment; a
+    name not there is left as written (pip leaves an unset one too) and said."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match["name"]
+        if variables.get(name):
+            return variables[name]
+        tree.problem(f"{path}: ${{{name}}} is set by no CI test job nor tox; left unexpanded")
+        return match[0]
+
+    return _PIP_VARIABLE.sub(value, line)
+
+
+def parse_requirements_text(
+    text: str, path: str, tree: SourceTree, variables: Mapping[str, str] | None = None
+) -> RequirementsFile:
+    """What a requirements file asks for. ``variables``: the environment pip would expand
+    ``${NAME}`` from (None: no expansion, for the files setuptools reads, which are not pip's)."""
     base_dir = posixpath.dirname(path)
     requirements: list[str] = []
     referenced: list[str] = []
     constraints: list[str] = []
     editable = False
-    logical: list[str] = []
-    pending = ""
-    for raw in text.splitlines():
-        if raw.rstrip().endswith("\\"):
-            pending += raw.rstrip()[:-1] + " "
-            continue
-        logical.append(pending + raw)
-        pending = ""
-    logical.append(pending)
-    for raw in logical:
+    for raw in _pip_logical_lines(text):
         line = _strip_pip_comment(raw)
+        if variables is not None:
+            line = _expand_pip_variables(line, variables, path, tree)
         if not line:
             continue
         if line.startswith("-"):
@@ -229,7 +267,13 @@ def parse_requirements_text(text: str, path: str, tree: SourceTree) -> Requireme
     return RequirementsFile(path, kind, requirements, referenced, editable, constraints)
 
 
-def read_requirements_files(tree: SourceTree, extra_refs: Iterable[str]) -> list[RequirementsFile]:
+def read_requirements_files(
+    tree: SourceTree, extra_refs: Iterable[str], variables: Mapping[str, str] | None = None
+) -> list[RequirementsFile]:
+    """Every requirements file of the tree (by name, or named by a configuration in
+    ``extra_refs``) and those they include; ``variables`` as in ``parse_requirements_text``:
+    pip expands them in every line, ``-r ${DIR}/test.txt`` included."""
+    variables = {} if variables is None else variables
     named = [name for name in tree.names if is_requirements_name(name)]
     named = [
         name
@@ -250,7 +294,7 @@ def read_requirements_files(tree: SourceTree, extra_refs: Iterable[str]) -> list
         text = tree.text(path)
         if text is None:
             continue
-        parsed = parse_requirements_text(text, path, tree)
+        parsed = parse_requirements_text(text, path, tree, variables)
         found.append(parsed)
         queue.extend(ref for ref in parsed.referenced_files if tree.has(ref) and ref not in seen)
     return sorted(found, key=lambda item: item.path)

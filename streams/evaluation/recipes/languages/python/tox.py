@@ -226,12 +226,22 @@ _CONDITION_CHARS = frozenset(
 )
 
 
-def _factor_condition(line: str) -> tuple[str, str] | None:
+def _condition_end(line: str) -> int:
+    """Where a factor condition ends, as tox finds it: the first ``:`` followed by whitespace
+    or the end of the line (``py38: pytest``); -1 when there is none, so ``py38:pytest`` and
+    ``https://...`` hold no condition."""
     index = line.find(":")
+    while index >= 0 and index + 1 < len(line) and not line[index + 1].isspace():
+        index = line.find(":", index + 1)
+    return index
+
+
+def _factor_condition(line: str) -> tuple[str, str] | None:
+    index = _condition_end(line)
     if index <= 0:
         return None
     condition, rest = line[:index].strip(), line[index + 1 :]
-    if not condition or rest.startswith("//") or condition.startswith("-"):
+    if not condition or condition.startswith("-"):
         return None
     if not set(condition) <= _CONDITION_CHARS or condition.count("{") != condition.count("}"):
         return None
