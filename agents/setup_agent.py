@@ -37,7 +37,6 @@ import logging
 import posixpath
 import shlex
 import time
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from string import Template
@@ -218,16 +217,16 @@ def system_prompt(recipe: InstallRecipe, versions: list[str], submissions: int) 
         tools=render(SETUP_TOOLS, shell=SHELL.name, read=READ.name, submit=SUBMIT.name),
         accepted=render(SETUP_ACCEPTED, submissions=submissions),
         version=language.version_of(recipe) or "(the base image's)",
-        versions=", ".join(sorted(versions, key=version_key)) or _NO_VERSIONS[language.toolchain],
+        versions=", ".join(sorted(versions, key=version_key)) or no_versions(language),
         runners=", ".join(sorted(runners)),
         runner_commands=runner_commands(language),
     )
 
 
-# what the prompt says when no version of the toolchain has an image of its own
-_NO_VERSIONS: dict[str | None, str] = defaultdict(
-    lambda: "(none built: leave it out)", {"python": "the default"}
-)
+def no_versions(language: Language) -> str:
+    """What the prompt says when no version of the language's toolchain has an image: the
+    base image's own (a toolchain the base images carry), or none to name."""
+    return "the default" if language.toolchain_images is None else "(none built: leave it out)"
 
 
 def setup_messages(
