@@ -80,6 +80,7 @@ from streams.evaluation.reasons import (
 )
 from streams.evaluation.recipe_chooser import RecipeChooser, own_sources
 from streams.evaluation.recipes.infer import NO_RUNNER
+from streams.evaluation.recipes.languages import languages
 from streams.evaluation.recipes.memory import RecipeTable, interpreter_fields
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 from streams.evaluation.recipes.overrides import Overrides, RepositoryOverride
@@ -202,6 +203,9 @@ class Validator:
         memory: RecipeTable | None = None,
     ):
         self._docker_client = docker_client
+        # the languages are found (their modules imported, plugins' entry points loaded) when
+        # the engine is made, not by the first validation on a worker thread mid-rebalance
+        languages()
         self._client: Any = None
         # the parts ask for the client when they first need it: made once, here
         self.chooser = RecipeChooser(
