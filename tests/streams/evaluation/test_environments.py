@@ -393,7 +393,13 @@ def test_a_build_container_a_dead_process_left_is_removed_and_its_images_childre
         with Sandbox(docker_client, env.tag, workdir="/") as box:
             # gone, whoever removed it: other test processes of the host remove orphans too
             remove_orphans(docker_client)
+            # another process's removal of it may still be in progress (the engine lists a
+            # container until its removal ends, and refuses a second removal with a 409)
+            deadline = time.monotonic() + 30
             remaining = {c["Id"] for c in docker_client.api.containers(all=True)}
+            while left.id in remaining and time.monotonic() < deadline:
+                time.sleep(0.5)
+                remaining = {c["Id"] for c in docker_client.api.containers(all=True)}
             assert left.id not in remaining
             assert box.container_id in remaining  # made from a built image: left alone
     finally:
