@@ -592,7 +592,8 @@ def safe_load_yaml(text: str, max_values: int = MAX_YAML_VALUES) -> Any:
     "billion laughs"): aliases share one object, so loading one is instant, but whatever walks
     the result (validation, the repr in an error message) would take hours."""
     try:
-        data = yaml.safe_load(text)
+        # the safe loader (no tag constructs an object), in C where PyYAML was built with it
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except RecursionError:
         raise ValueError("YAML nested too deeply to parse") from None
     pending, seen = [data], 0

@@ -48,14 +48,21 @@ class _Union(Mapping[str, _V]):
 
     def __init__(self, table: Callable[[object], Mapping[str, _V]]):
         self._table = table
+        # merged once per registry (``reload`` makes a new tuple): a lookup per test id is
+        # on the grading path
+        self._made_of: object = None
+        self._merged_tables: dict[str, _V] = {}
 
     def _merged(self) -> dict[str, _V]:
         from streams.evaluation.recipes.languages import languages
 
-        merged: dict[str, _V] = {}
-        for language in languages():
-            merged.update(self._table(language))
-        return merged
+        registered = languages()
+        if registered is not self._made_of:
+            merged: dict[str, _V] = {}
+            for language in registered:
+                merged.update(self._table(language))
+            self._merged_tables, self._made_of = merged, registered
+        return self._merged_tables
 
     def __getitem__(self, key: str) -> _V:
         return self._merged()[key]
