@@ -86,6 +86,7 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     # one view for the whole demo (the pipeline, the re-validation, the harness), one screen
     view = LiveView(live)
     world_root = Path(tempfile.mkdtemp(prefix="world-", dir=workdir))
+    reports: list[dict[str, Any]] = []
     try:
         with offline_world(world_root, args.hour_file, language=args.language) as world:
             demo = with_sections(
@@ -128,12 +129,15 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
                 summary = asyncio.run(run_pipeline(demo, bootstrap, embedded, plan))
             lines = summary.brief_lines(output) if live else summary.lines(output)
             print("\n".join(lines), flush=True)
-            print("demo: re-validating the exported tasks (gold patch, then an empty patch)")
-            reports = validate_task_dirs(output, make_validator(demo))
             demo_task = (
                 output
                 / f"{world.pull_request.owner}-{world.pull_request.repo.repo.split('/')[1]}-1"
             )
+            # this run's task only: an earlier demo's (another language's) points at a local
+            # world that is gone
+            print("demo: re-validating the exported task (gold patch, then an empty patch)")
+            if demo_task.is_dir():
+                reports = validate_task_dirs(demo_task, make_validator(demo))
             harness = run_demo_harness(demo, demo_task, workdir) if demo_task.is_dir() else {}
     finally:
         view.stop()

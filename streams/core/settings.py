@@ -596,6 +596,11 @@ def safe_load_yaml(text: str, max_values: int = MAX_YAML_VALUES) -> Any:
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except RecursionError:
         raise ValueError("YAML nested too deeply to parse") from None
+    except yaml.MarkedYAMLError as exc:
+        # libyaml 0.2.6 stops at 1000 levels itself, a scanner error rather than a recursion
+        if "nesting depth" in str(exc.problem):
+            raise ValueError("YAML nested too deeply to parse") from None
+        raise
     pending, seen = [data], 0
     while pending:
         item = pending.pop()

@@ -16,7 +16,7 @@ from agents.ingest_scan import HourScanner
 from schemas import LedgerEntry, RawPullRequestEvent
 from streams.evaluation.sandbox import OWNER_LABEL, listed_containers
 from streams.kafka.broker import free_port
-from streams.kafka.offsets import committed_offsets, topic_bounds
+from streams.kafka.offsets import committed_offsets, group_members, topic_bounds
 from streams.kafka.topics import (
     CANDIDATES,
     CLASSIFIED,
@@ -110,15 +110,34 @@ async def ledger_size(bootstrap: str) -> int:
     return sum(end - start for start, end in (await topic_bounds(bootstrap, LEDGER.name)).values())
 
 
-async def drained(bootstrap: str) -> bool:
-    """Every record of every stage input committed by the worker's group."""
+async def undrained(bootstrap: str) -> list[str]:
+    """The stage-input partitions whose records the workers' group has not all committed, as
+    ``topic[partition] committed/end``."""
+    behind = []
     for topic in STAGE_INPUTS:
         bounds = await topic_bounds(bootstrap, topic.name)
         committed = await committed_offsets(bootstrap, GROUP, topic.name)
         for partition, (start, end) in bounds.items():
             if end > start and (committed[partition] or 0) < end:
-                return False
-    return True
+                behind.append(f"{topic.name}[{partition}] {committed[partition]}/{end}")
+    return behind
+
+
+async def drained(bootstrap: str) -> bool:
+    """Every record of every stage input committed by the worker's group."""
+    return not await undrained(bootstrap)
+
+
+async def stalled(bootstrap: str, workers: list[Worker], what: str) -> str:
+    """Why a run did not drain: what is left uncommitted, the group's members, and the last
+    lines each live worker logged (labelled, so no worker's tail hides another's)."""
+    lines = [f"{what}; uncommitted: {await undrained(bootstrap)}"]
+    lines.append(f"group members: {await group_members(bootstrap, GROUP)}")
+    for number, worker in enumerate(workers):
+        state = "killed" if worker.process is None or worker.process.poll() is not None else "live"
+        tail = worker.log.read_text(errors="replace").splitlines()[-40:]
+        lines += [f"---- worker {number} ({state}): last lines ----", *tail]
+    return "\n".join(lines)
 
 
 def left_by(pids: list[int]) -> list[str]:

@@ -204,6 +204,11 @@ def test_a_javascript_demo_runs_offline(tmp_path: Path, base_image: str) -> None
     assert workspace["FAIL_TO_PASS"] == [
         "test/temperature.test.js > fahrenheitToCelsius > boiling point"
     ]
+    # the README's demo then, in the same folder: it re-validates its own task, not the
+    # JavaScript one, whose local world is gone
+    again = swe_stream(env, "demo", "--workdir", str(tmp_path / "d"))
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert again.stdout.splitlines()[-1].startswith(f"demo: done: task {TASK}")
 
 
 def test_the_check_commands_of_a_javascript_task_grade_one_by_one(
