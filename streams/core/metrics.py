@@ -173,6 +173,13 @@ VALIDATION_RUN_SECONDS = Histogram(
     "Time of one run of a task's test command in its sandbox",
     buckets=(0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900),
 )
+EGRESS_REFUSED = Counter(
+    "swe_stream_egress_refused_total",
+    "Requests the registry egress door refused, by reason (host_not_allowed, port_not_allowed, "
+    "address_not_public, method_not_allowed, request_body, host_header_mismatch, sni_missing, "
+    "sni_mismatch, not_tls, malformed_request)",
+    ["reason"],
+)
 TEST_EXIT_CONTRADICTIONS = Counter(
     "swe_stream_test_exit_contradictions_total",
     "Test runs whose exit code contradicts their per-test statuses (validation and harness)",

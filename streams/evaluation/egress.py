@@ -44,12 +44,14 @@ import re
 import secrets
 import tarfile
 import time
+from collections import Counter
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from streams.core import metrics
 from streams.core.settings import DEFAULT_REGISTRIES
 from streams.evaluation.sandbox import LABEL, OWNER_LABEL, Sandbox, owner_label, tar_files
 
@@ -158,12 +160,16 @@ class RegistryEgress:
         allowed_hosts: Sequence[str] = DEFAULT_REGISTRIES,
         *,
         allowed_ports: Sequence[int] = (80, 443),
+        trusted: Sequence[tuple[str, int]] = (),
         ready_seconds: float = 30.0,
     ):
         self.client = client
         self.image = image  # any image with python3
         self.allowed_hosts = tuple(_valid_host(h) for h in allowed_hosts)
         self.allowed_ports = tuple(int(p) for p in allowed_ports)
+        # (host, port) endpoints the user named (a model server on the local network): on any
+        # port and any address; the pinning of names still applies
+        self.trusted = tuple((_valid_host(h), int(p)) for h, p in trusted)
         self.ready_seconds = ready_seconds
         self.volume = f"swe-stream-egress-{secrets.token_hex(6)}"
         self.labels = {LABEL: "1", OWNER_LABEL: owner_label(), EGRESS_LABEL: self.volume}
@@ -190,6 +196,7 @@ class RegistryEgress:
                 "log": _LOG_PATH,
                 "hosts": list(self.allowed_hosts),
                 "ports": list(self.allowed_ports),
+                "trusted": [f"{host}:{port}" for host, port in self.trusted],
                 "host_networks": list(
                     dict.fromkeys([*host_networks(), *engine_networks(self.client)])
                 ),
@@ -267,12 +274,29 @@ class RegistryEgress:
             text = (output or b"").decode("utf-8", errors="replace")[-2000:]
             raise EgressError(f"could not start the egress forwarder (exit {code}): {text}")
 
-    def refused(self) -> list[str]:
-        """What the proxy refused so far, one ``METHOD target: reason`` line each."""
+    def refusals(self) -> list[tuple[str, str]]:
+        """What the proxy refused so far: (kind, ``METHOD target: reason``) each."""
         if self.container is None:
             return []
-        prefix = "refused "
-        return [line[len(prefix) :] for line in self._log_lines() if line.startswith(prefix)]
+        found = []
+        for line in self._log_lines():
+            if line.startswith("refused "):
+                kind, _, rest = line.removeprefix("refused ").partition(" ")
+                found.append((kind, rest))
+        return found
+
+    def refused(self) -> list[str]:
+        """What the proxy refused so far, one ``METHOD target: reason`` line each."""
+        return [line for _, line in self.refusals()]
+
+    def _count_refusals(self) -> None:
+        try:
+            kinds = Counter(kind for kind, _ in self.refusals())
+        except Exception as error:  # the container may be gone with its engine
+            log.debug("could not read the egress proxy's refusals: %s", error)
+            return
+        for kind, count in kinds.items():
+            metrics.EGRESS_REFUSED.labels(reason=kind).inc(count)
 
     def __exit__(
         self,
@@ -282,6 +306,8 @@ class RegistryEgress:
     ) -> None:
         import docker.errors
 
+        if self.container is not None:
+            self._count_refusals()
         container, self.container = self.container, None
         if container is not None:
             try:

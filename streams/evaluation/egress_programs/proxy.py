@@ -1,11 +1,21 @@
 """swe-stream's registry egress proxy (streams/evaluation/egress.py).
 
 Run by the proxy container's python3 (3.7 or later, stdlib only): ``python3 -I proxy.py
-CONFIG``, CONFIG a JSON object: socket, log, hosts (allowlist), ports, host_networks.
+CONFIG``, CONFIG a JSON object: socket, log, hosts (allowlist), ports, host_networks, trusted
+(``host:port`` endpoints the user named, such as a model server on the local network: the
+private-address rule does not apply to them; everything else does).
+
+What goes through is pinned to the name that was vetted, so a shared CDN address admits no
+other site (domain fronting) and nothing is uploaded: a plain-HTTP request is GET or HEAD,
+without a body, its ``Host`` (when given) the URL's, and the ``Host`` sent on is always the
+checked name; a CONNECT tunnel carries TLS only, and its ClientHello must name the CONNECT host
+(SNI) before any byte of it goes on (else the client gets a TLS ``access_denied`` alert).
+Each refusal is one log line ``refused KIND METHOD TARGET: REASON``.
 """
 
-# asyncio.TimeoutError is what asyncio raises before 3.11 (the builtin only since): UP041 off
-# ruff: noqa: UP041
+# asyncio.TimeoutError is what asyncio raises before 3.11 (the builtin only since): UP041 off;
+# typing.Tuple for a type alias evaluated at run time (3.7 and 3.8 have no tuple[...]): UP035
+# ruff: noqa: UP041, UP035, UP006
 
 from __future__ import annotations
 
@@ -18,7 +28,7 @@ import re
 import socket
 import sys
 import traceback
-from typing import Any
+from typing import Any, Tuple
 
 HEAD_LIMIT = 64 * 1024
 HEAD_SECONDS = 60
@@ -120,25 +130,34 @@ def split_authority(authority: str, default_port: int | None) -> tuple[str, int]
     return host, port
 
 
-async def vet(host: str, port: int) -> tuple[str | None, list[str] | Exception | None]:
+async def resolve(host: str, port: int) -> list[str]:
+    """The addresses of ``host`` (the system's resolver)."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]  # a str: AF_INET or AF_INET6
+
+
+Refusal = Tuple[str, str]  # (kind, reason): the kind is what the refusals are counted by
+
+
+async def vet(host: str, port: int) -> tuple[Refusal | None, list[str] | Exception | None]:
     """(refusal, None), (None, the resolver's error) or (None, the checked addresses to
     connect to)."""
-    if not allowed(host, CONFIG["hosts"]):
-        return f"{host} is not an allowed host", None
-    if port not in CONFIG["ports"]:
+    trusted = f"{host}:{port}" in CONFIG.get("trusted", [])
+    if not trusted and not allowed(host, CONFIG["hosts"]):
+        return ("host_not_allowed", f"{host} is not an allowed host"), None
+    if not trusted and port not in CONFIG["ports"]:
         ports = " and ".join(str(p) for p in CONFIG["ports"])
-        return f"port {port} is not allowed (only {ports})", None
-    loop = asyncio.get_running_loop()
+        return ("port_not_allowed", f"port {port} is not allowed (only {ports})"), None
     try:
-        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        resolved = await resolve(host, port)
     except (OSError, UnicodeError) as error:
         return None, error
     addresses: list[str] = []
-    for info in infos:
-        address = str(info[4][0])  # a str: getaddrinfo of a name, AF_INET or AF_INET6
-        reason = refusal(address, HOST_NETWORKS)
+    for address in resolved:
+        reason = None if trusted else refusal(address, HOST_NETWORKS)
         if reason:
-            return f"{host} resolves to {reason}", None
+            return ("address_not_public", f"{host} resolves to {reason}"), None
         if address not in addresses:
             addresses.append(address)
     return None, addresses
@@ -192,12 +211,18 @@ async def pipe(
         pass
 
 
+def shown_authority(host: str, port: int, default_port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return shown if port == default_port else f"{shown}:{port}"
+
+
 def forwarded_head(
     method: str, path: str, version: str, header_lines: list[str], host: str, port: int
 ) -> bytes:
-    """The request head to send upstream: origin-form, hop-by-hop headers dropped."""
+    """The request head to send upstream: origin-form, hop-by-hop headers dropped, and the
+    ``Host`` the checked name whatever the client said (a CDN serves by it)."""
     headers = []
-    drop = set(HOP_BY_HOP)
+    drop = set(HOP_BY_HOP) | {"host"}
     for line in header_lines:
         name, _, value = line.partition(":")
         if name.strip().lower() == "connection":
@@ -206,13 +231,109 @@ def forwarded_head(
         name = line.partition(":")[0].strip().lower()
         if name and name not in drop:
             headers.append(line)
-    if not any(line.partition(":")[0].strip().lower() == "host" for line in headers):
-        shown = f"[{host}]" if ":" in host else host
-        value = shown if port == 80 else f"{shown}:{port}"
-        headers.append(f"Host: {value}")
-    headers.append("Connection: close")
+    headers += [f"Host: {shown_authority(host, port, 80)}", "Connection: close"]
     joined = "\r\n".join(headers)
     return f"{method} {path} {version}\r\n{joined}\r\n\r\n".encode("latin-1")
+
+
+def plain_request_refusal(
+    method: str, header_lines: list[str], host: str, port: int
+) -> Refusal | None:
+    """Why a plain-HTTP request to the vetted ``host:port`` is not sent on, or None: only GET
+    and HEAD (a package manager's plain-HTTP requests; nothing is uploaded), no body, and a
+    ``Host`` header, if any, naming the URL's host (not another site on the same address)."""
+    if method not in ("GET", "HEAD"):
+        return "method_not_allowed", f"{method[:20]} is not allowed (only GET and HEAD)"
+    hosts = []
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        name, value = name.strip().lower(), value.strip()
+        if name == "transfer-encoding" or (name == "content-length" and value != "0"):
+            return "request_body", "a request body is not allowed"
+        if name == "host":
+            hosts.append(value)
+    for value in hosts:
+        try:
+            named = split_authority(value, 80)
+        except ValueError:
+            named = None
+        if named != (host, port):
+            return "host_header_mismatch", f"the Host header {value[:100]!r} is not {host}"
+    return None
+
+
+TLS_HANDSHAKE = 22
+CLIENT_HELLO = 1
+SERVER_NAME = 0
+HELLO_LIMIT = 64 * 1024
+# a fatal access_denied alert (TLS 1.0 record version: any client reads it)
+ACCESS_DENIED_ALERT = bytes([21, 3, 1, 0, 2, 2, 49])
+
+
+def server_name(hello: bytes) -> str | None:
+    """The host name (SNI) of a TLS ClientHello handshake message (type, length, body), or
+    None when it names none; ValueError when it is not one."""
+    if len(hello) < 4 or hello[0] != CLIENT_HELLO:
+        raise ValueError("not a TLS ClientHello")
+    body = hello[4 : 4 + int.from_bytes(hello[1:4], "big")]
+    at = 2 + 32  # client_version, random
+    at += 1 + body[at]  # session_id
+    at += 2 + int.from_bytes(body[at : at + 2], "big")  # cipher_suites
+    at += 1 + body[at]  # compression_methods
+    if at >= len(body):
+        return None  # no extensions
+    end = min(len(body), at + 2 + int.from_bytes(body[at : at + 2], "big"))
+    at += 2
+    while at + 4 <= end:
+        kind = int.from_bytes(body[at : at + 2], "big")
+        size = int.from_bytes(body[at + 2 : at + 4], "big")
+        data = body[at + 4 : at + 4 + size]
+        at += 4 + size
+        if kind != SERVER_NAME:
+            continue
+        place = 2  # server_name_list length, then (name_type, length, name) entries
+        while place + 3 <= len(data):
+            name_type = data[place]
+            length = int.from_bytes(data[place + 1 : place + 3], "big")
+            name = data[place + 3 : place + 3 + length]
+            place += 3 + length
+            if name_type == 0:
+                return name.decode("ascii").lower().rstrip(".")
+        return None
+    return None
+
+
+async def read_client_hello(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+    """(the TLS records read, the ClientHello handshake message they carry); ValueError when
+    the client does not start a TLS handshake."""
+    records, handshake = b"", b""
+    while len(handshake) < 4 or len(handshake) < 4 + int.from_bytes(handshake[1:4], "big"):
+        head = await reader.readexactly(5)
+        if head[0] != TLS_HANDSHAKE or head[1] != 3:
+            raise ValueError("not a TLS handshake")
+        body = await reader.readexactly(int.from_bytes(head[3:5], "big"))
+        records += head + body
+        handshake += body
+        if len(records) > HELLO_LIMIT:
+            raise ValueError("a ClientHello larger than 64 KiB")
+    return records, handshake
+
+
+async def hello_refusal(reader: asyncio.StreamReader, host: str) -> tuple[Refusal | None, bytes]:
+    """(why the tunnel to ``host`` is refused, or None; the bytes read): the client's first
+    bytes must be a TLS ClientHello naming ``host``."""
+    try:
+        records, handshake = await asyncio.wait_for(read_client_hello(reader), HEAD_SECONDS)
+        name = server_name(handshake)
+    except (asyncio.IncompleteReadError, asyncio.TimeoutError, OSError):
+        return ("not_tls", "the client sent no TLS ClientHello"), b""
+    except (ValueError, IndexError, UnicodeError) as error:
+        return ("not_tls", f"the tunnel does not start with a TLS ClientHello ({error})"), b""
+    if name is None:
+        return ("sni_missing", "the TLS ClientHello names no server (SNI)"), records
+    if name != host:
+        return ("sni_mismatch", f"the TLS server name {name[:100]} is not {host}"), records
+    return None, records
 
 
 async def relay_response(upstream: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -236,6 +357,69 @@ async def relay_response(upstream: asyncio.StreamReader, writer: asyncio.StreamW
     await pipe(upstream, writer, [asyncio.get_running_loop().time()])
 
 
+def log_refusal(kind: str, method: str, target: str, reason: str) -> None:
+    log(f"refused {kind} {method[:20]} {target[:200]}: {reason}")
+
+
+async def refuse(
+    writer: asyncio.StreamWriter, status: int, refusal: Refusal, method: str, target: str
+) -> None:
+    kind, reason = refusal
+    log_refusal(kind, method, target, reason)
+    phrase = "Bad Request" if status == 400 else "Forbidden"
+    await reply(
+        writer,
+        status,
+        f"{phrase} (swe-stream egress: {reason})",
+        f"swe-stream egress refused {target[:200]}: {reason}",
+    )
+
+
+def request_target(method: str, target: str) -> tuple[str, int, str]:
+    """(host, port, origin-form path) of a CONNECT authority or an absolute http:// URL;
+    ValueError for anything else."""
+    if method == "CONNECT":
+        host, port = split_authority(target, None)
+        return host, port, ""
+    if target[:7].lower() != "http://":
+        raise ValueError(target)
+    rest = target[7:]
+    cut = min([i for i in (rest.find("/"), rest.find("?")) if i >= 0] or [len(rest)])
+    authority, path = rest[:cut], rest[cut:] or "/"
+    if path.startswith("?"):
+        path = "/" + path
+    if "@" in authority:
+        raise ValueError(authority)
+    host, port = split_authority(authority, 80)
+    return host, port, path
+
+
+async def tunnel(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+    host: str,
+    target: str,
+) -> None:
+    """A CONNECT tunnel, once its ClientHello names ``host``."""
+    writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+    await writer.drain()
+    refused, hello = await hello_refusal(reader, host)
+    if refused:
+        log_refusal(refused[0], "CONNECT", target, refused[1])
+        if hello:  # a TLS client: it reads the alert and says why it stops
+            writer.write(ACCESS_DENIED_ALERT)
+            with contextlib.suppress(OSError):
+                await writer.drain()
+        return
+    upstream_reader, upstream_writer = upstream
+    upstream_writer.write(hello)
+    activity = [asyncio.get_running_loop().time()]
+    await asyncio.gather(
+        pipe(reader, upstream_writer, activity), pipe(upstream_reader, writer, activity)
+    )
+
+
 async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     upstream_writer = None
     try:
@@ -255,50 +439,21 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             return
         method, target, version = parts
         try:
-            if method == "CONNECT":
-                host, port = split_authority(target, None)
-                path = ""
-            elif target[:7].lower() == "http://":
-                rest = target[7:]
-                cut = min([i for i in (rest.find("/"), rest.find("?")) if i >= 0] or [len(rest)])
-                authority, path = rest[:cut], rest[cut:] or "/"
-                if path.startswith("?"):
-                    path = "/" + path
-                if "@" in authority:
-                    raise ValueError(authority)
-                host, port = split_authority(authority, 80)
-            else:
-                raise ValueError(target)
+            host, port, path = request_target(method, target)
         except ValueError:
             reason = "only CONNECT host:port and absolute http:// requests are served"
-            log(f"refused {method} {target[:200]}: {reason}")
-            await reply(writer, 400, f"Bad Request (swe-stream egress: {reason})", reason)
+            await refuse(writer, 400, ("malformed_request", reason), method, target)
             return
         refused, addresses = await vet(host, port)
+        if not refused and method != "CONNECT":
+            refused = plain_request_refusal(method, lines[1:], host, port)
         if refused:
-            log(f"refused {method} {target[:200]}: {refused}")
-            await reply(
-                writer,
-                403,
-                f"Forbidden (swe-stream egress: {refused})",
-                f"swe-stream egress refused {target[:200]}: {refused}",
-            )
+            await refuse(writer, 403, refused, method, target)
             return
         if isinstance(addresses, Exception):
             text = f"{host} does not resolve ({addresses})"
             await reply(writer, 502, f"Bad Gateway (swe-stream egress: {text})", text)
             return
-        body_length = 0
-        if method != "CONNECT":
-            fields = {
-                line.partition(":")[0].strip().lower(): line.partition(":")[2].strip()
-                for line in lines[1:]
-            }
-            if "transfer-encoding" in fields:
-                text = "request bodies must have a Content-Length"
-                await reply(writer, 411, "Length Required (swe-stream egress)", text)
-                return
-            body_length = int(fields.get("content-length") or 0)
         try:
             # not None: vet gives addresses when it gives no refusal and no error
             upstream_reader, upstream_writer = await connect(addresses or [], port)
@@ -307,19 +462,9 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             await reply(writer, 502, "Bad Gateway (swe-stream egress)", text)
             return
         if method == "CONNECT":
-            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            activity = [asyncio.get_running_loop().time()]
-            await asyncio.gather(
-                pipe(reader, upstream_writer, activity), pipe(upstream_reader, writer, activity)
-            )
+            await tunnel(reader, writer, (upstream_reader, upstream_writer), host, target)
             return
         upstream_writer.write(forwarded_head(method, path, version, lines[1:], host, port))
-        while body_length > 0:
-            chunk = await asyncio.wait_for(reader.read(min(body_length, 65536)), IDLE_SECONDS)
-            if not chunk:
-                return
-            upstream_writer.write(chunk)
-            body_length -= len(chunk)
         await upstream_writer.drain()
         await relay_response(upstream_reader, writer)
     except Exception as error:

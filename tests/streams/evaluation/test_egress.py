@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from streams.evaluation.egress import MOUNT, RegistryEgress, program_source
 from streams.evaluation.egress_programs import forwarder, proxy
@@ -25,8 +26,8 @@ PROGRAMS = {"proxy.py": proxy, "forwarder.py": forwarder}
 
 # Run in the sandbox: each argument is MODE:TARGET, the answer one JSON object per argument.
 # direct: urllib without a proxy; env: urllib as the environment says (the proxy);
-# get / connect: the raw request to the forwarder, whatever NO_PROXY says; the answer is
-# the status line, or the error.
+# post / body: a POST, resp. a GET with a body, through the proxy; get / connect: the raw
+# request to the forwarder, whatever NO_PROXY says; the answer is the status line, or the error.
 PROBE = r"""
 import json, socket, sys, urllib.error, urllib.request
 
@@ -47,6 +48,10 @@ for arg in sys.argv[1:]:
     try:
         if mode in ("direct", "env"):
             answer = "ok %d" % (direct if mode == "direct" else env)(target).status
+        elif mode in ("post", "body"):  # through the proxy, with a body
+            method = "POST" if mode == "post" else "GET"
+            request = urllib.request.Request(target, data=b"uploaded", method=method)
+            answer = "ok %d" % urllib.request.urlopen(request, timeout=30).status
         else:
             answer = raw("%s %s HTTP/1.1" % ("GET" if mode == "get" else "CONNECT", target))
     except urllib.error.HTTPError as error:
@@ -214,6 +219,58 @@ def test_the_registries_are_reachable(
             assert answers == {"env:http://deb.debian.org/debian/dists/bookworm/Release": "ok 200"}
             egress.attach(box)  # again: the forwarder already listens
             assert egress.refused() == []
+
+
+@pytest.mark.docker
+def test_pip_npm_and_apt_install_through_the_pinned_door(
+    docker_client: Any, node_images: dict[str, str]
+) -> None:
+    """The package managers as they are (their own Host headers, SNI and methods): pip and
+    npm over CONNECT, apt over plain HTTP, each fetching a package; nothing refused."""
+    image = node_images[max(node_images, key=int)]  # Debian with python3, pip, npm and apt
+    with RegistryEgress(docker_client, image) as egress:
+        limits = Limits(1024, 1.0, 256)
+        with Sandbox(docker_client, image, limits, workdir="/tmp", **egress.sandbox_options) as box:
+            egress.attach(box)
+            steps = {
+                "pip": "pip3 download --no-deps -q -d /tmp/pip six && ls /tmp/pip",
+                "npm": "mkdir -p /tmp/n && cd /tmp/n && npm install --no-audit --no-fund"
+                " is-number >/dev/null && ls node_modules",
+                # (a mirror may serve a suite's Release past its Valid-Until: not the door's doing)
+                "apt": "apt-get -o Acquire::Check-Valid-Until=false update -qq && apt-get"
+                " install -y -qq --no-install-recommends hello >/dev/null && hello",
+            }
+            results = {name: box.run(command, timeout=300) for name, command in steps.items()}
+            refused = egress.refused()
+    for name, result in results.items():
+        assert result.exit_code == 0, (name, result.output[-2000:])
+    assert "six-" in results["pip"].stdout and "is-number" in results["npm"].stdout
+    assert "Hello, world!" in results["apt"].stdout
+    assert refused == []
+
+
+@pytest.mark.docker
+def test_refusals_are_counted_by_reason(docker_client: Any, base_image: str) -> None:
+    def count(reason: str) -> float:
+        return REGISTRY.get_sample_value("swe_stream_egress_refused_total", {"reason": reason}) or 0
+
+    before = {r: count(r) for r in ("host_not_allowed", "method_not_allowed", "request_body")}
+    with RegistryEgress(docker_client, base_image, ["deb.debian.org"]) as egress:
+        with Sandbox(docker_client, base_image, workdir="/", **egress.sandbox_options) as box:
+            egress.attach(box)
+            answers = probe(
+                box,
+                "env:http://example.org/",
+                "env:http://deb.debian.org/debian/",
+                "post:http://deb.debian.org/debian/",
+                "body:http://deb.debian.org/debian/",
+            )
+        kinds = [kind for kind, _ in egress.refusals()]
+    assert answers["env:http://deb.debian.org/debian/"] == "ok 200"  # the check can pass
+    assert kinds == ["host_not_allowed", "method_not_allowed", "request_body"], answers
+    assert "only GET and HEAD" in answers["post:http://deb.debian.org/debian/"]
+    assert "request body" in answers["body:http://deb.debian.org/debian/"]
+    assert {r: count(r) - n for r, n in before.items()} == dict.fromkeys(before, 1)
 
 
 @pytest.mark.docker
