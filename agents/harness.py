@@ -9,6 +9,7 @@ and the result, with the per-check statuses, is the stage's output.
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from schemas import AgentSpec, ExportedTask, HarnessRequest, HarnessResult
 from schemas.harness import CommandResult, HarnessStatus, TaskEvaluation
 from schemas.workspace import task_dir_name
 from streams.core.errors import DOCKER, ServiceUnavailable
-from streams.core.settings import HarnessSettings
+from streams.core.settings import DEFAULT_REGISTRIES, HarnessSettings
 from streams.evaluation.harness import HarnessEngine, HarnessOptions, safe_name
 from streams.evaluation.sandbox import Limits
 from streams.evaluation.validator import Validator
@@ -25,6 +26,13 @@ from streams.kafka.topics import EXPORTED, HARNESS_REQUESTS, HARNESS_RESULTS
 from streams.pipeline.stage import Outcome, Stage
 
 STAGE = "harness"
+ALL_NETWORK_WARNING = (
+    "harness: the agent runs with all of the network (agent_network=all): it can fetch the "
+    "upstream repository and the pull request it is asked to redo; use model (its model's API "
+    "only) to benchmark"
+)
+
+log = logging.getLogger("swe_stream.harness")
 
 
 def _request_dir(output_dir: Path, request_id: str) -> Path:
@@ -47,9 +55,14 @@ class HarnessHandler:
         pipeline_version: int,
         output_dir: Path | None = None,
         isolate_tests: bool = False,
+        model_endpoints: tuple[tuple[str, int], ...] = (),
+        registries: tuple[str, ...] = DEFAULT_REGISTRIES,
     ):
         self.tasks_dir = tasks_dir
         self.isolate_tests = isolate_tests
+        self.model_endpoints = model_endpoints  # what agent_network=model reaches
+        self.registries = registries  # what agent_network=registries reaches
+        self._warned_all = False
         self.validator = validator
         self.limits = limits
         self.pipeline_version = pipeline_version
@@ -57,12 +70,17 @@ class HarnessHandler:
 
     async def __call__(self, request: HarnessRequest) -> Outcome:
         agent = request.agent
+        if agent.network == "all" and not self._warned_all:
+            self._warned_all = True
+            log.warning(ALL_NETWORK_WARNING)
         options = HarnessOptions(
             agent_command=agent.command,
             agent_dir=Path(agent.agent_dir) if agent.agent_dir else None,
             agent_timeout_seconds=request.agent_timeout_seconds,
             test_timeout_seconds=request.test_timeout_seconds,
             agent_network=agent.network,
+            model_endpoints=self.model_endpoints,
+            registries=self.registries,
             agent_env=dict(agent.env),
             output_dir=_request_dir(self.output_dir, request.request_id)
             if self.output_dir
@@ -147,10 +165,20 @@ def harness_stages(
     validator: Validator,
     limits: Limits,
     pipeline_version: int,
+    model_endpoints: tuple[tuple[str, int], ...] = (),
+    registries: tuple[str, ...] = DEFAULT_REGISTRIES,
 ) -> list[Stage[Any]]:
-    """``harness`` (requests) and, with an agent configured, ``harness-exported``."""
+    """``harness`` (requests) and, with an agent configured, ``harness-exported``
+    (``model_endpoints``, ``registries``: what an agent's door lets through)."""
     handler = HarnessHandler(
-        tasks_dir, validator, limits, pipeline_version, settings.output_dir, settings.isolate_tests
+        tasks_dir,
+        validator,
+        limits,
+        pipeline_version,
+        settings.output_dir,
+        settings.isolate_tests,
+        model_endpoints,
+        registries,
     )
     stages: list[Stage[Any]] = [
         Stage(
@@ -168,6 +196,7 @@ def harness_stages(
             name="configured",
             command=settings.agent_command,
             agent_dir=str(settings.agent_dir) if settings.agent_dir else None,
+            network=settings.agent_network,
         )
         on_export = ExportedTaskHarness(
             handler, agent, settings.agent_timeout_seconds, settings.test_timeout_seconds

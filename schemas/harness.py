@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    PositiveFloat,
+    field_validator,
+)
 
 from schemas.base import InstanceId, NonEmptyStr, Record, RepoName, SubRecord
 from schemas.tasks import TestStatus
 
 __all__ = [
+    "AgentNetwork",
     "AgentSpec",
     "CommandResult",
     "HarnessReport",
@@ -25,6 +34,9 @@ HarnessStatus = Literal[
 ]
 
 
+AgentNetwork = Literal["none", "model", "registries", "all"]
+
+
 class AgentSpec(SubRecord):
     """The coding agent to run on a task, and how to run it."""
 
@@ -33,7 +45,17 @@ class AgentSpec(SubRecord):
     agent_dir: str | None = None
     image: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
-    network: bool = False
+    # what the agent's container reaches: nothing; only the model's API or the package
+    # registries (through the egress door); or all of the network (it can look the fix up)
+    network: AgentNetwork = "none"
+
+    @field_validator("network", mode="before")
+    @classmethod
+    def _network_of_a_flag(cls, value: object) -> object:
+        # requests written before the modes said true (the bridge) or false (none)
+        if isinstance(value, bool):
+            return "all" if value else "none"
+        return value
 
 
 # the harness writes a request's outputs to <harness output dir>/<request_id>/: one safe name

@@ -15,11 +15,13 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from agents.harness import ALL_NETWORK_WARNING
 from schemas.harness import HarnessReport
 from streams.cli.options import Commands, Parents, live
 from streams.core import metrics
 from streams.core.errors import ExitCode
 from streams.core.settings import Settings
+from streams.evaluation.egress import model_endpoints
 from streams.evaluation.harness import (
     RUN_LABEL,
     HarnessEngine,
@@ -205,7 +207,22 @@ def _register_harness(commands: Commands, common: argparse.ArgumentParser) -> No
         help="stop the agents' containers instead of removing them",
     )
     harness.add_argument(
-        "--agent-network", action="store_true", help="give the agent a network (default: none)"
+        "--agent-network",
+        nargs="?",
+        const="all",
+        choices=("none", "model", "registries", "all"),
+        help="what the agent's container reaches: none; model (only the model's API: "
+        "--agent-model-host, else llm.base_url's host); registries (the package registries); "
+        "all (the whole network; the bare flag: the agent can fetch the upstream fix). "
+        "Default: harness.agent_network (none)",
+    )
+    harness.add_argument(
+        "--agent-model-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="a model API the agent reaches under --agent-network model (repeatable; port 443 "
+        "unless given); default: harness.agent_model_hosts, else llm.base_url's host",
     )
     harness.add_argument(
         "--agent-env",
@@ -251,12 +268,23 @@ def cmd_harness(args: argparse.Namespace, settings: Settings) -> int:
     if not tasks:
         print(f"swe-stream harness: no task directories in {args.input}", file=sys.stderr)
         return 2
+    network = args.agent_network or settings.harness.agent_network
+    try:
+        named = args.agent_model_host or settings.harness.agent_model_hosts
+        endpoints = model_endpoints(named, settings.llm.base_url) if network == "model" else ()
+    except ValueError as exc:
+        print(f"swe-stream harness: --agent-model-host: {exc}", file=sys.stderr)
+        return 2
+    if network == "all" and not predictions:
+        print(f"swe-stream {ALL_NETWORK_WARNING}", file=sys.stderr)
     options = HarnessOptions(
         agent_command=args.agent_cmd or HarnessOptions.agent_command,
         agent_dir=args.agent_dir,
         agent_timeout_seconds=args.agent_timeout,
         test_timeout_seconds=args.test_timeout,
-        agent_network=args.agent_network,
+        agent_network=network,
+        model_endpoints=endpoints,
+        registries=tuple(settings.setup_agent.registries),
         agent_env={name: os.environ[name] for name in args.agent_env},
         keep_containers=args.keep_containers,
         output_dir=args.output,

@@ -409,6 +409,17 @@ class HarnessSettings(Section):
         description="run every check command alone (a test process per id) instead of grading "
         "them from one run of the task's test files",
     )
+    agent_network: Literal["none", "model", "registries", "all"] = Field(
+        "none",
+        description="what the agent's container reaches: none; model (only the model's API: "
+        "agent_model_hosts, else llm.base_url's host); registries (the package registries); "
+        "all (the whole network: the agent can fetch the upstream fix)",
+    )
+    agent_model_hosts: list[str] = Field(
+        default_factory=list,
+        description="host[:port] of the model APIs an agent reaches under agent_network=model "
+        "(default port 443); empty: llm.base_url's",
+    )
 
 
 class TestgenSettings(Section):

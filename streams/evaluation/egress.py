@@ -44,6 +44,7 @@ import re
 import secrets
 import tarfile
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Sequence
 from importlib.resources import files
@@ -147,6 +148,26 @@ def _valid_host(host: str) -> str:
     if not _HOST_PATTERN.fullmatch(name):
         raise ValueError(f"not a host name, *.suffix pattern or IP address: {host!r}")
     return name
+
+
+def endpoint(text: str, default_port: int = 443) -> tuple[str, int]:
+    """(host, port) of ``host``, ``host:port``, ``[v6]:port`` or a URL; ValueError if none."""
+    parsed = urllib.parse.urlsplit(text if "//" in text else f"//{text}")
+    try:
+        port = parsed.port
+    except ValueError as error:
+        raise ValueError(f"not host[:port] or a URL: {text!r} ({error})") from None
+    if not parsed.hostname:
+        raise ValueError(f"not host[:port] or a URL: {text!r}")
+    if port is None:
+        port = {"http": 80, "https": 443}.get(parsed.scheme, default_port)
+    return _valid_host(parsed.hostname), port
+
+
+def model_endpoints(named: Sequence[str], base_url: str) -> tuple[tuple[str, int], ...]:
+    """The model APIs an agent may reach under ``agent_network=model``: the ``host[:port]``
+    the user named, else the host of the LLM client's ``base_url``."""
+    return tuple(endpoint(text) for text in named) if named else (endpoint(base_url),)
 
 
 class RegistryEgress:

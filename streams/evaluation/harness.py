@@ -40,6 +40,7 @@ per run SWE-bench's summary ``<model>.<run_id>.json``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -51,10 +52,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from schemas.harness import CommandResult, HarnessReport, HarnessStatus, TaskEvaluation, TestRun
+from schemas.harness import (
+    AgentNetwork,
+    CommandResult,
+    HarnessReport,
+    HarnessStatus,
+    TaskEvaluation,
+    TestRun,
+)
 from schemas.workspace import TaskWorkspace
 from streams.core import metrics
 from streams.core.progress import PROGRESS
+from streams.core.settings import DEFAULT_REGISTRIES
+from streams.evaluation.egress import RegistryEgress
 from streams.evaluation.harness_status import (
     AgentRun,
     Checks,
@@ -112,7 +122,11 @@ class HarnessOptions:
     agent_dir: Path | None = None
     agent_timeout_seconds: float = 600.0
     test_timeout_seconds: float = 120.0
-    agent_network: bool = False
+    # none; model / registries: only the model's API / the package registries, through the
+    # egress door (the container itself has no network); all: the bridge
+    agent_network: AgentNetwork = "none"
+    model_endpoints: tuple[tuple[str, int], ...] = ()  # (host, port) reached under "model"
+    registries: tuple[str, ...] = DEFAULT_REGISTRIES  # reached under "registries"
     agent_env: dict[str, str] = field(default_factory=dict)  # only what the user named
     keep_containers: bool = False
     output_dir: Path | None = None  # report.json, model.patch and logs per task
@@ -238,24 +252,41 @@ class HarnessEngine:
         """Remove this run's containers now (Ctrl-C): their blocked commands return at once."""
         return remove_labelled(self.validator.client, RUN_LABEL, self.options.run_id)
 
+    def agent_egress(self) -> RegistryEgress | None:
+        """The door of the agent's container (not entered), for the ``model`` and
+        ``registries`` modes; None for ``none`` and ``all``."""
+        options = self.options
+        client, image = self.validator.client, self.validator.docker.base_image
+        if options.agent_network == "model":
+            if not options.model_endpoints:
+                raise ValueError("agent_network=model names no model endpoint")
+            return RegistryEgress(client, image, (), trusted=options.model_endpoints)
+        if options.agent_network == "registries":
+            return RegistryEgress(client, image, options.registries)
+        return None
+
     def agent_sandbox(
         self,
         environment: Environment,
         task: TaskWorkspace,
         name: str,
         remover: Executor | None = None,
+        egress: RegistryEgress | None = None,
     ) -> Sandbox:
-        """The agent's container (not started; removed in ``remover`` if given)."""
+        """The agent's container (not started; removed in ``remover`` if given), reaching
+        the network through ``egress`` (entered) when given."""
         options = self.options
+        door = dict(egress.sandbox_options) if egress else {}
         variables = {
             **options.agent_env,
+            **door.pop("environment", {}),  # the door's proxy, whatever the agent's say
             "SWE_PROMPT": task.prompt,
             "SWE_PROMPT_FILE": PROMPT_FILE,
             "SWE_TASK_ID": task.id,
             "SWE_REPO": task.repo,
             "SWE_WORKDIR": "/testbed",
         }
-        limits = self.contained(network=options.agent_network)
+        limits = self.contained(network=options.agent_network == "all")
         mounts = {str(options.agent_dir.resolve()): AGENT_MOUNT} if options.agent_dir else {}
         return environment.sandbox(
             limits,
@@ -265,6 +296,7 @@ class HarnessEngine:
             keep=options.keep_containers,
             labels={RUN_LABEL: options.run_id},
             remover=remover,
+            **door,
         )
 
     def run_agent(self, task: TaskWorkspace, prepared: Prepared) -> AgentRun:
@@ -365,13 +397,24 @@ class HarnessEngine:
         name = f"swe-harness-{task.id}-{os.getpid()}-{time.monotonic_ns() % 10**9}"
         # containers are made and removed here, in the background, one after another: a
         # phase's container is ready when it starts and the next does not wait for its removal
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="harness-prepare") as pool:
+        with (
+            contextlib.ExitStack() as doors,  # left last: after the containers' removal
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="harness-prepare") as pool,
+        ):
             agent_box = None
             if phases.agent is None:
+                egress = self.agent_egress()
+                if egress is not None:
+                    doors.enter_context(egress)
+                    doors.callback(log_refusals, egress, task.id)
+
+                def fill(box: Sandbox) -> None:
+                    box.put_file(PROMPT_FILE, task.prompt)
+                    if egress is not None:
+                        egress.attach(box)
+
                 agent_box = Prepared(
-                    pool,
-                    self.agent_sandbox(environment, task, name, pool),
-                    lambda box: box.put_file(PROMPT_FILE, task.prompt),
+                    pool, self.agent_sandbox(environment, task, name, pool, egress), fill
                 )
             grader = Prepared(pool, self.grading_sandbox(environment))
             try:
@@ -420,6 +463,19 @@ class HarnessEngine:
             run_id = self.options.evaluation_run_id
             write_instance_logs(output_dir, run_id, model, evaluated, task, phases)
         return evaluated
+
+
+def log_refusals(egress: RegistryEgress, task_id: str) -> None:
+    """What the agent's door refused, in the log (and counted: ``RegistryEgress``)."""
+    try:
+        refused = egress.refused()
+    except Exception as error:  # the engine may be gone: nothing to report then
+        log.debug("harness: %s: the door's refusals could not be read: %s", task_id, error)
+        return
+    for line in refused[:20]:
+        log.info("harness: %s: the agent's network door refused %s", task_id, line)
+    if len(refused) > 20:
+        log.info("harness: %s: ... and %d more refusals", task_id, len(refused) - 20)
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,10 @@ class LocalServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler], fake: Any) -> None:
-        super().__init__(("127.0.0.1", 0), handler)
+    def __init__(
+        self, handler: type[BaseHTTPRequestHandler], fake: Any, host: str = "127.0.0.1"
+    ) -> None:
+        super().__init__((host, 0), handler)
         self.fake = fake
         self.requests = 0  # requests its handler counted (tests count calls to a service)
         self._count_lock = threading.Lock()

@@ -37,6 +37,7 @@ from streams.clients.git import RepoCache
 from streams.clients.github import GitHubClient
 from streams.clients.llm import LLMClient
 from streams.core.settings import Settings
+from streams.evaluation.egress import model_endpoints
 from streams.evaluation.recipes.memory import RecipeTable
 from streams.evaluation.recipes.overrides import load_overrides
 from streams.evaluation.sandbox import Limits
@@ -110,6 +111,8 @@ def pipeline_stages(settings: Settings, resources: StageResources) -> list[Stage
             validator,
             limits,
             settings.pipeline_version,
+            model_endpoints(settings.harness.agent_model_hosts, settings.llm.base_url),
+            tuple(settings.setup_agent.registries),
         ),
     ]
     return select_stages(stages, settings.worker.stages)

@@ -556,10 +556,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def serve_llm() -> Iterator[FakeLLM]:
-    """Run a fake chat-completions endpoint until the block ends (tests and benchmarks)."""
+def serve_llm(host: str = "127.0.0.1") -> Iterator[FakeLLM]:
+    """Run a fake chat-completions endpoint until the block ends (tests and benchmarks);
+    ``host``: the address it listens on (``0.0.0.0``: containers reach it too)."""
     fake = FakeLLM()
-    server = LocalServer(_Handler, fake)
+    server = LocalServer(_Handler, fake, host)
     fake.base_url = server.base_url + "/v1"
     with running(server, "fake-llm"):
         yield fake

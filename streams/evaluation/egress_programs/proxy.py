@@ -143,7 +143,7 @@ Refusal = Tuple[str, str]  # (kind, reason): the kind is what the refusals are c
 async def vet(host: str, port: int) -> tuple[Refusal | None, list[str] | Exception | None]:
     """(refusal, None), (None, the resolver's error) or (None, the checked addresses to
     connect to)."""
-    trusted = f"{host}:{port}" in CONFIG.get("trusted", [])
+    trusted = is_trusted(host, port)
     if not trusted and not allowed(host, CONFIG["hosts"]):
         return ("host_not_allowed", f"{host} is not an allowed host"), None
     if not trusted and port not in CONFIG["ports"]:
@@ -236,22 +236,45 @@ def forwarded_head(
     return f"{method} {path} {version}\r\n{joined}\r\n\r\n".encode("latin-1")
 
 
+def is_trusted(host: str, port: int) -> bool:
+    """An endpoint the user named (a model's API): any method, and a body, may go to it."""
+    return f"{host}:{port}" in CONFIG.get("trusted", [])
+
+
+def body_length(header_lines: list[str]) -> int:
+    """The request body's Content-Length (0 without one); ValueError if it is not a number."""
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length":
+            return int(value.strip())
+    return 0
+
+
 def plain_request_refusal(
     method: str, header_lines: list[str], host: str, port: int
 ) -> Refusal | None:
     """Why a plain-HTTP request to the vetted ``host:port`` is not sent on, or None: only GET
     and HEAD (a package manager's plain-HTTP requests; nothing is uploaded), no body, and a
-    ``Host`` header, if any, naming the URL's host (not another site on the same address)."""
-    if method not in ("GET", "HEAD"):
+    ``Host`` header, if any, naming the URL's host (not another site on the same address).
+    To a trusted endpoint (a model's API) any method and a Content-Length body go."""
+    trusted = is_trusted(host, port)
+    if method not in ("GET", "HEAD") and not trusted:
         return "method_not_allowed", f"{method[:20]} is not allowed (only GET and HEAD)"
     hosts = []
     for line in header_lines:
         name, _, value = line.partition(":")
         name, value = name.strip().lower(), value.strip()
-        if name == "transfer-encoding" or (name == "content-length" and value != "0"):
+        if name == "transfer-encoding":
+            return "request_body", "a request body is not allowed (nor a chunked one anywhere)"
+        if name == "content-length" and value != "0" and not trusted:
             return "request_body", "a request body is not allowed"
         if name == "host":
             hosts.append(value)
+    try:
+        if body_length(header_lines) < 0:
+            raise ValueError("negative")
+    except ValueError:
+        return "malformed_request", "the Content-Length is not a number"
     for value in hosts:
         try:
             named = split_authority(value, 80)
@@ -465,6 +488,13 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             await tunnel(reader, writer, (upstream_reader, upstream_writer), host, target)
             return
         upstream_writer.write(forwarded_head(method, path, version, lines[1:], host, port))
+        remaining = body_length(lines[1:])  # 0 but to a trusted endpoint (checked above)
+        while remaining > 0:
+            chunk = await asyncio.wait_for(reader.read(min(remaining, 65536)), IDLE_SECONDS)
+            if not chunk:
+                return
+            upstream_writer.write(chunk)
+            remaining -= len(chunk)
         await upstream_writer.drain()
         await relay_response(upstream_reader, writer)
     except Exception as error:

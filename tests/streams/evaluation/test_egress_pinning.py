@@ -36,18 +36,26 @@ class Cdn:
     tls_port: int
     ca: trustme.CA
     requests: list[str] = field(default_factory=list)  # "METHOD path Host" of plain requests
+    bodies: list[bytes] = field(default_factory=list)  # and their bodies
     tls_sites: list[str] = field(default_factory=list)  # the SNI of each TLS request served
     connections: list[int] = field(default_factory=list)  # bytes of each TLS-port connection
 
 
-def _head(conn: Any) -> list[str]:
+def _head(conn: Any) -> tuple[list[str], bytes]:
+    """The request's head lines and its body (as long as its Content-Length says)."""
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = conn.recv(4096)
         if not chunk:
             break
         data += chunk
-    return data.decode("latin-1").split("\r\n")
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    length = next((int(v) for n, _, v in (x.partition(":") for x in lines[1:])
+                   if n.strip().lower() == "content-length"), 0)  # fmt: skip
+    while len(body) < length and (chunk := conn.recv(4096)):
+        body += chunk
+    return lines, body
 
 
 def _answer(conn: Any, site: str) -> None:
@@ -85,7 +93,8 @@ def cdn() -> Iterator[Cdn]:
     contexts[ALLOWED].sni_callback = pick
 
     def plain(conn: socket.socket) -> None:
-        lines = _head(conn)
+        lines, body = _head(conn)
+        served.bodies.append(body)
         host = next((v.strip() for n, _, v in (x.partition(":") for x in lines[1:])
                      if n.lower() == "host"), "")  # fmt: skip
         method, path, _ = lines[0].split(" ")
@@ -246,6 +255,25 @@ def test_a_plain_request_to_another_site_or_with_a_body_is_refused(
     assert answer.startswith(b"HTTP/1.1 403 Forbidden (swe-stream egress: "), answer
     assert refusals(door) == [kind]
     assert cdn.requests == []  # nothing reached the CDN
+
+
+def test_a_trusted_endpoint_takes_a_post_and_its_body_but_still_by_its_own_name(
+    door: Path, cdn: Cdn
+) -> None:
+    """A model's API the user named (``trusted``): the calls are POSTs with a body."""
+    proxy.CONFIG["trusted"] = [f"{ALLOWED}:{cdn.http_port}"]
+    url = f"http://{ALLOWED}:{cdn.http_port}/v1/chat/completions"
+    body = b'{"model": "m", "messages": []}'
+    head = f"POST {url} HTTP/1.1\r\nContent-Length: {len(body)}\r\n"
+    answer = through(door, head.encode() + b"\r\n" + body)
+    assert answer.startswith(b"HTTP/1.1 200"), answer
+    assert cdn.requests == [f"POST /v1/chat/completions {ALLOWED}:{cdn.http_port}"]
+    assert cdn.bodies == [body]
+    fronted = through(door, f"{head}Host: {OTHER}\r\n\r\n".encode() + body)
+    chunked = through(door, f"POST {url} HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".encode())
+    assert fronted.startswith(b"HTTP/1.1 403") and chunked.startswith(b"HTTP/1.1 403")
+    assert refusals(door) == ["host_header_mismatch", "request_body"]
+    assert len(cdn.requests) == 1
 
 
 def test_a_tunnel_naming_another_site_or_none_is_refused_before_any_byte_goes_on(

@@ -6,6 +6,7 @@ hang, reach for the network or for the hidden tests; broken tasks; ``swe-stream 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import re
 import shutil
@@ -22,6 +23,7 @@ from schemas.harness import HarnessReport
 from streams.evaluation.harness import evaluate_all
 from streams.evaluation.taskdir import find_task_dirs
 from tests.conftest import REPO_ROOT, SWE_STREAM
+from tests.fakes.llm_server import serve_llm, text_reply
 from tests.harness_tasks import (
     TASK,
     agent_dir,
@@ -162,6 +164,69 @@ def test_the_agent_has_no_network_no_hidden_tests_and_no_unnamed_secrets(
     assert f"PROMPT-FILE {len(workspace.prompt.encode())}" in output
     assert "SWE_STREAM_TEST_SECRET=s3cret-named" in output  # named: passed
     assert "ghp_hostsecretnotpassed" not in output and "GITHUB_TOKEN" not in output
+
+
+# Run by the agent: each argument is NAME=URL, fetched as the environment says (through the
+# door's proxy when there is one); a url with "chat" is a model call (a POST with a body).
+# One line per argument: "NAME ok STATUS BODY" or "NAME refused ERROR".
+REACH = r"""
+import json, sys, urllib.request
+for arg in sys.argv[1:]:
+    name, url = arg.split("=", 1)
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    request = urllib.request.Request(url, data=body if "chat" in url else None,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            print(name, "ok", answer.status, answer.read()[:300].decode(errors="replace"))
+    except Exception as error:
+        print(name, "refused", str(error).replace("\n", " ")[:300])
+"""
+
+
+def bridge_gateway(client: Any) -> str:
+    config = client.networks.get("bridge").attrs["IPAM"]["Config"][0]
+    return str(config.get("Gateway") or next(ipaddress.ip_network(config["Subnet"]).hosts()))
+
+
+@pytest.mark.parametrize(
+    ("network", "reached"),
+    [("model", {"model"}), ("registries", {"registry"}), ("none", set())],
+)
+def test_the_agent_reaches_what_its_network_mode_says_and_nothing_else(
+    made: Any, docker_client: Any, base_image: str, tmp_path: Path, network: str, reached: set[str]
+) -> None:
+    """``model``: the model's API only (its calls go through, a code host and a registry are
+    refused); ``registries``: the package registries only; ``none``: nothing."""
+    with serve_llm(host="0.0.0.0") as llm:  # a model server on the host, as a user may run
+        port = int(llm.base_url.rsplit(":", 1)[1].split("/")[0])
+        gateway = bridge_gateway(docker_client)
+        llm.default = lambda body: text_reply("the model answered")
+        targets = {
+            "model": f"http://{gateway}:{port}/v1/chat/completions",
+            "codehost": "https://github.com/octo/hello/pull/1.diff",
+            "registry": "https://pypi.org/simple/six/",
+        }
+        args = " ".join(f"{name}={url}" for name, url in targets.items())
+        script = f"python3 - {args} <<'EOF'\n{REACH}\nEOF\n"
+        directory = agent_dir(tmp_path, made[2], script)
+        engine = engine_for(
+            made, docker_client, base_image, tmp_path,
+            agent_dir=directory, agent_command="bash /agent/run.sh",
+            agent_network=network, model_endpoints=((gateway, port),),
+        )  # fmt: skip
+        result = evaluate(engine, made)
+        model_calls = len(llm.requests)
+    lines = {line.split(" ")[0]: line for line in result.agent_output.splitlines()}
+    assert set(targets) <= set(lines), result.agent_output
+    got = {name for name in targets if lines[name].startswith(f"{name} ok 200")}
+    assert got == reached, result.agent_output
+    assert ("model answered" in lines["model"]) == ("model" in reached)
+    assert model_calls == (1 if "model" in reached else 0)
+    if network != "none":  # refused by the door, with its reason
+        assert "403" in lines["codehost"] and "swe-stream egress" in lines["codehost"]
+    assert result.status == "unresolved"  # it fixed nothing; the grading ran
+    assert containers_of(docker_client, engine) == []
 
 
 def test_broken_tasks_are_sanity_fail_and_setup_error(
