@@ -22,17 +22,19 @@ from streams.evaluation.harness import RUN_LABEL, HarnessEngine, HarnessOptions
 from streams.evaluation.sandbox import Limits
 from streams.evaluation.taskdir import write_task_dir
 from streams.evaluation.validator import Validator
+from streams.offline.local_repo import PullRequestRepo
 from streams.offline.world import make_demo_repository
 from tests.agents.repo_tasks import classified_for
 
 TASK = "swe-stream-demo-units-1"
 
 
-@pytest.fixture(scope="module")
-def made(tmp_path_factory: pytest.TempPathFactory, base_image: str, docker_client: Any) -> Any:
-    """The demo repository's PR through extract and validate, exported as a task directory."""
-    root = tmp_path_factory.mktemp("harness")
-    pr = make_demo_repository(root / "git")
+def export_demo_task(
+    root: Path, base_image: str, docker_client: Any, language: str = "python", task_id: str = TASK
+) -> tuple[Path, PullRequestRepo, TaskWorkspace]:
+    """The demo repository of ``language``'s PR through extract and validate, exported as the
+    task directory ``root/tasks/task_id``: (root, the PR's repository, the task)."""
+    pr = make_demo_repository(root / "git", language=language)
     repos = RepoCache(root / "cache", pr.url_template)
 
     async def validated() -> ValidatedTask:
@@ -45,7 +47,7 @@ def made(tmp_path_factory: pytest.TempPathFactory, base_image: str, docker_clien
             Validator(repos, lambda: docker_client, docker, ValidateSettings(runs=1), 1)
         )
         (task,) = (await check(patches)).outputs
-        assert isinstance(task, ValidatedTask)
+        assert isinstance(task, ValidatedTask), task
         return task
 
     loop = asyncio.new_event_loop()  # not asyncio.run: it would unset the tests' event loop
@@ -56,9 +58,15 @@ def made(tmp_path_factory: pytest.TempPathFactory, base_image: str, docker_clien
     scored = ScoredTask(
         **task.model_dump(), quality_score=0.9, quality_reasoning="r", accepted=True
     )
-    workspace = TaskWorkspace.from_scored(scored, TASK)
+    workspace = TaskWorkspace.from_scored(scored, task_id)
     write_task_dir(root / "tasks", workspace)
     return root, pr, workspace
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory, base_image: str, docker_client: Any) -> Any:
+    """The demo repository's PR through extract and validate, exported as a task directory."""
+    return export_demo_task(tmp_path_factory.mktemp("harness"), base_image, docker_client)
 
 
 def engine_for(
