@@ -292,7 +292,7 @@ class EnvironmentBuilder:
     def instance_image(
         self, instance_id: str, env: BuiltImage, tree: TreeFiles, recipe: InstallRecipe
     ) -> BuiltImage:
-        digest = hashlib.sha256(env.id.encode() + tree.tar_bytes)
+        digest = hashlib.sha256(env.id.encode() + tree.container_tar())
         steps = [GIT_BASE, *recipe.install_commands, *recipe.pre_test_commands, GIT_IGNORE_BUILT]
         digest.update(json.dumps(steps).encode())
         owner = self._owner("instance")
@@ -302,7 +302,7 @@ class EnvironmentBuilder:
             return prebuilt
         tag = self._layer_tag(INSTANCE_REPOSITORY, instance_id, key, owner)
         plan = BuildPlan(layer="instance", tag=tag, parent=env.tag, steps=steps, workdir=TESTBED)
-        return self._build(plan, owner, [(TESTBED, tree.tar_bytes)])
+        return self._build(plan, owner, [(TESTBED, tree.container_tar())])
 
     def release(self, env: BuiltImage, instance: BuiltImage | None) -> None:
         """Drop the layers the cache level does not keep."""

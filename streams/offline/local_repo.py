@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,19 +69,36 @@ def run_git(cwd: Path, *args: str, tick: int = 0, input: bytes | None = None) ->
     return result.stdout.decode().strip()
 
 
-def write_files(work: Path, files: dict[str, str | None]) -> None:
-    """Write (UTF-8, newlines as given) or delete (None) files and stage the changes."""
+@dataclass(frozen=True)
+class SymbolicLink:
+    """A file of a made repository that is a symbolic link to ``target`` (as written)."""
+
+    target: str
+
+
+FileContent = str | SymbolicLink | None
+
+
+def write_files(work: Path, files: Mapping[str, FileContent]) -> None:
+    """Write (UTF-8, newlines as given), link (``SymbolicLink``) or delete (None) files and
+    stage the changes."""
     for name, content in files.items():
         target = work / name
         if content is None:
             run_git(work, "rm", "-q", "--", name)
+            continue
+        if isinstance(content, SymbolicLink):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.unlink(missing_ok=True)
+            target.symlink_to(content.target)
+            run_git(work, "add", "--", name)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content.encode())
         run_git(work, "add", "--", name)
 
 
-def commit_files(work: Path, files: dict[str, str | None], message: str, *, tick: int) -> str:
+def commit_files(work: Path, files: Mapping[str, FileContent], message: str, *, tick: int) -> str:
     """Write ``files``, commit them (at ``tick``) and return the commit's sha."""
     write_files(work, files)
     run_git(work, "commit", "-q", "--allow-empty", "-m", message, tick=tick)
@@ -117,8 +135,8 @@ def make_pull_request_repo(
     root: Path,
     *,
     repo: str = "swe-stream-test/calc",
-    base_files: dict[str, str],
-    pr_files: dict[str, str | None],
+    base_files: Mapping[str, FileContent],
+    pr_files: Mapping[str, FileContent],
     extra_pr_commits: list[dict[str, str | None]] | None = None,
     main_files_after_branch: dict[str, str] | None = None,
 ) -> PullRequestRepo:

@@ -29,8 +29,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from streams.core.settings import safe_load_yaml
 from streams.offline.local_http import LocalServer, running
 
 TOOLS = {"setup": "submit_recipe", "testgen": "submit_tests"}
@@ -57,7 +56,7 @@ class AgentScript:
     @classmethod
     def load(cls, path: Path) -> AgentScript:
         """The script in ``path``; ValueError naming what is wrong."""
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        data = safe_load_yaml(Path(path).read_text(encoding="utf-8")) or {}
         if not isinstance(data, dict) or not isinstance(data.get("conversations"), list):
             raise ValueError(f"{path}: expected a mapping with a `conversations:` list")
         conversations = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +15,25 @@ from aiokafka import AIOKafkaProducer
 from prometheus_client import REGISTRY
 
 from agents.extract import Extract
+from agents.setup_agent import documents
 from agents.validate import ValidateStage
 from schemas import PatchSet, ValidatedTask
 from streams.clients.git import RepoCache
 from streams.core.settings import DockerSettings, ExtractSettings, ValidateSettings
+from streams.evaluation.recipes.languages import language_named
 from streams.evaluation.validator import NO_FAIL_TO_PASS, Validator
 from streams.kafka.topics import CLASSIFIED, VALIDATED
+from streams.offline.local_repo import SymbolicLink, make_pull_request_repo
 from tests.agents.conftest import start_stage_worker, wait_for
-from tests.agents.repo_tasks import FLAKY, HANGS, classified_for, make_calc_repo, pr_files
+from tests.agents.repo_tasks import (
+    BASE_FILES,
+    FLAKY,
+    HANGS,
+    REPO,
+    classified_for,
+    make_calc_repo,
+    pr_files,
+)
 from tests.workers import stop, wait_for_metrics
 
 F2P = ["tests/test_ops.py::test_add"]
@@ -195,3 +207,48 @@ def test_extract_and_validate_workers_make_the_task(
     finally:
         if process.poll() is None:
             assert stop(process) == 0, log.read_text()[-3000:]
+
+
+@pytest.mark.docker
+async def test_a_pyproject_linked_to_a_host_file_leaks_nothing_of_it(
+    tmp_path: Path, docker_client: Any, base_image: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A repository whose pyproject.toml is a symbolic link to a file of the host (absolute,
+    and one up past the root): validation never reads it; its content is in no log line, no
+    outcome (what the ledger and the tasks are made of) and no prompt of the setup agent."""
+    secret = tmp_path / "host" / "pyproject.toml"
+    secret.parent.mkdir()
+    token = "host-secret-5e1f0c"
+    secret.write_text(f'[project]\nname = "{token}"\ndependencies = ["{token}-dep"]\n')
+    pr = make_pull_request_repo(
+        tmp_path / "git",
+        repo=REPO,
+        base_files={
+            **BASE_FILES,
+            "pyproject.toml": SymbolicLink(str(secret)),
+            "setup.cfg": SymbolicLink("../" * 8 + str(secret).lstrip("/")),
+        },
+        pr_files=pr_files(),
+    )
+    repos = RepoCache(tmp_path / "cache", pr.url_template)
+    caplog.set_level(logging.DEBUG)
+    (patches,) = (await Extract(repos, ExtractSettings(), 1)(classified_for(pr))).outputs
+    assert isinstance(patches, PatchSet)
+    stage = validator(repos, docker_client, base_image, runs=1)
+    outcome = await stage(patches)
+    tree = await asyncio.to_thread(stage.validator.chooser.tree, REPO, patches.base_commit)
+    assert set(tree.escaping) == {"pyproject.toml", "setup.cfg"}
+    shown = documents(tree)
+    facts = language_named("Python").facts(tree)  # type: ignore[union-attr]
+    assert "pyproject.toml: a symbolic link out of the repository; not read" in facts.problems
+    said = [
+        caplog.text,
+        repr(outcome.reason),
+        repr(outcome.detail),
+        *(record.model_dump_json() for record in outcome.outputs),
+        shown,
+        repr(facts),
+    ]
+    assert not [text for text in said if token in text]
+    # no project the container can install (both files lead nowhere there): a clean rejection
+    assert (outcome.status, outcome.reason) == ("rejected", "install_failed"), outcome.detail

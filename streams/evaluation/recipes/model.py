@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import posixpath
 import tarfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,27 +78,98 @@ class InstallRecipe:
 
 
 class TreeFiles:
-    """The files of a ``git archive`` tar: names and (small) contents."""
+    """The files of a ``git archive`` tar: names and (small) contents. A symbolic link is
+    followed when it stays in the tree (``setup.cfg -> config/setup.cfg``) and never read when
+    it leads out of it (an absolute target, or ``..`` past the root): the content of whatever
+    it names (a host file, were the tree checked out) is no file of the repository."""
 
     def __init__(self, tar_bytes: bytes):
         self.tar_bytes = tar_bytes
         self._members: dict[str, tarfile.TarInfo] = {}
+        links: dict[str, str] = {}
         with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tar:
             for member in tar.getmembers():
+                name = member.name.removeprefix("./")
                 if member.isfile():
-                    self._members[member.name.removeprefix("./")] = member
+                    self._members[name] = member
+                elif member.issym():
+                    links[name] = member.linkname
+        self._links: dict[str, str] = {}  # a link in the tree -> the file it names
+        self.escaping: dict[str, str] = {}  # a link out of the tree -> where it points
+        self._container_tar: bytes | None = None
+        for name, target in links.items():
+            resolved = _resolve_link(name, links, set(self._members))
+            if resolved is None:
+                self.escaping[name] = target
+            elif resolved:
+                self._links[name] = resolved
 
     @property
     def names(self) -> list[str]:
-        return sorted(self._members)
+        return sorted([*self._members, *self._links, *self.escaping])
 
     def has(self, path: str) -> bool:
-        return path in self._members
+        return path in self._members or path in self._links or path in self.escaping
+
+    def why_unreadable(self, path: str) -> str | None:
+        """Why ``read`` gave no content for ``path``, a name of the tree: a link out of it, or
+        a file larger than the reader's limit; None when neither."""
+        if path in self.escaping:
+            return "a symbolic link out of the repository; not read"
+        member = self._members.get(self._links.get(path, path))
+        if member is not None:
+            return f"{member.size} bytes, larger than the reader takes; not read"
+        return None
+
+    def container_tar(self) -> bytes:
+        """The tar to extract at ``TESTBED``: the archive, but each relative link that climbs
+        out of the tree points at the absolute path it resolves to there (the same file: ``..``
+        stops at ``/``), as Docker refuses to extract a link that climbs out."""
+        climbing = {
+            name: target for name, target in self.escaping.items() if not target.startswith("/")
+        }
+        if not climbing:
+            return self.tar_bytes
+        if self._container_tar is None:
+            out = io.BytesIO()
+            with (
+                tarfile.open(fileobj=io.BytesIO(self.tar_bytes)) as tar,
+                tarfile.open(fileobj=out, mode="w", format=tar.format) as rewritten,
+            ):
+                for member in tar.getmembers():
+                    name = member.name.removeprefix("./")
+                    if member.issym() and name in climbing:
+                        where = posixpath.join(TESTBED, posixpath.dirname(name), member.linkname)
+                        member.linkname = posixpath.normpath(where)
+                        # a long target's own header would win over the new one
+                        member.pax_headers = {
+                            k: v for k, v in member.pax_headers.items() if k != "linkpath"
+                        }
+                    data = tar.extractfile(member) if member.isfile() else None
+                    rewritten.addfile(member, data)
+            self._container_tar = out.getvalue()
+        return self._container_tar
 
     def read(self, path: str, limit: int = 1 << 20) -> bytes | None:
-        member = self._members.get(path)
+        member = self._members.get(self._links.get(path, path))
         if member is None or member.size > limit:
             return None
         with tarfile.open(fileobj=io.BytesIO(self.tar_bytes)) as tar:
             handle = tar.extractfile(member.name)
             return handle.read() if handle else None
+
+
+def _resolve_link(name: str, links: dict[str, str], files: set[str]) -> str | None:
+    """The file of the tree the link ``name`` leads to ("" when it names none: a directory, a
+    missing file, a loop), or None when it leads out of the tree."""
+    seen: set[str] = set()
+    while name in links and name not in seen:
+        seen.add(name)
+        target = links[name]
+        if target.startswith("/"):
+            return None
+        joined = posixpath.normpath(posixpath.join(posixpath.dirname(name), target))
+        if joined == ".." or joined.startswith("../"):
+            return None
+        name = joined
+    return name if name in files else ""

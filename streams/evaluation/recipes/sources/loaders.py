@@ -1,8 +1,10 @@
 """The loaders of a tree's structured files, each with its own parser: TOML (``tomllib``), INI
 (``configparser``, interpolation off), YAML (the safe loader behind the alias and depth guard of
-``streams.core.settings.safe_load_yaml``) and JSON. Every file goes through the tree's size cap;
-a file that does not parse is ``None`` and a problem, never an exception. Parsed documents are
-cached on the tree, so a file two readers look at is parsed once: callers must not change them.
+``streams.core.settings.safe_load_yaml``), JSON and XML (``defusedxml``: no DTD, hence no entity
+to expand and nothing external to fetch). Every file goes through the tree's size cap and never
+through a symbolic link out of the tree (``SourceTree``); a file that does not parse is ``None``
+and a problem, never an exception. Parsed documents are cached on the tree, so a file two
+readers look at is parsed once: callers must not change them.
 """
 
 from __future__ import annotations
@@ -10,9 +12,12 @@ from __future__ import annotations
 import configparser
 import json
 import tomllib
+import xml.etree.ElementTree as ElementTree
 from typing import Any
 
 import yaml
+from defusedxml import DefusedXmlException
+from defusedxml import ElementTree as defused
 
 from streams.core.settings import safe_load_yaml
 from streams.evaluation.recipes.sources.tree import SourceTree
@@ -111,6 +116,41 @@ def load_json(tree: SourceTree, path: str) -> Any:
         except (ValueError, RecursionError, MemoryError) as exc:
             tree.problem(f"{path}: not valid JSON ({short_error(exc)})")
     tree.parsed[("json", path)] = doc
+    return doc
+
+
+class XmlRefused(ValueError):
+    """The XML declares a DOCTYPE or an entity: refused, never expanded or fetched."""
+
+
+def parse_xml(text: str | bytes) -> ElementTree.Element:
+    """An XML document's root element; ``XmlRefused`` when it declares a DOCTYPE or an entity
+    (so no entity, internal or external, is ever expanded or fetched), ValueError when it is
+    malformed."""
+    try:
+        return defused.fromstring(text, forbid_dtd=True, forbid_entities=True)
+    except DefusedXmlException:
+        raise XmlRefused(
+            "a DOCTYPE or an ENTITY declaration is refused (entities are never expanded)"
+        ) from None
+    except ElementTree.ParseError as exc:
+        raise ValueError(f"malformed XML: {short_error(exc)}") from None
+    except (RecursionError, MemoryError) as exc:
+        raise ValueError(f"XML nested too deeply or too large ({type(exc).__name__})") from None
+
+
+def load_xml(tree: SourceTree, path: str) -> ElementTree.Element | None:
+    found, cached = _cached(tree, "xml", path)
+    if found:
+        return cached if isinstance(cached, ElementTree.Element) else None
+    text = tree.text(path)
+    doc: ElementTree.Element | None = None
+    if text is not None:
+        try:
+            doc = parse_xml(text)
+        except ValueError as exc:
+            tree.problem(f"{path}: not read as XML ({exc})")
+    tree.parsed[("xml", path)] = doc
     return doc
 
 

@@ -18,11 +18,18 @@ MAX_FILE_BYTES = 1 << 20
 class SourceTree:
     """The file names and a capped, cached, never-raising reader; collects the problems."""
 
-    def __init__(self, names: Iterable[str], read: FileReader) -> None:
+    def __init__(
+        self,
+        names: Iterable[str],
+        read: FileReader,
+        why_unreadable: Callable[[str], str | None] | None = None,
+    ) -> None:
         cleaned = {name.removeprefix("./") for name in names}
         self.names = sorted(name for name in cleaned if name and not name.endswith("/"))
         self.name_set = set(self.names)
         self._read = read
+        # why a name of the tree is never read (a link out of it), said in its problem
+        self._why_unreadable = why_unreadable or (lambda path: None)
         self._texts: dict[str, str | None] = {}
         self._sizes: dict[str, int] = {}  # the files found too large, by size
         self.problems: list[str] = []
@@ -53,7 +60,7 @@ class SourceTree:
             self._texts[path] = None
             return None
         if data is None:
-            self.problem(f"{path}: could not be read")
+            self.problem(f"{path}: {self._why_unreadable(path) or 'could not be read'}")
             self._texts[path] = None
             return None
         if len(data) > limit:

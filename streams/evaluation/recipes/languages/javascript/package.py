@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, Literal
@@ -297,9 +297,13 @@ def _dependency_files(tree: SourceTree, facts: JsFacts) -> list[str]:
     return list(dict.fromkeys(files))
 
 
-def read_js_project(names: Iterable[str], read: FileReader) -> JsFacts | None:
+def read_js_project(
+    names: Iterable[str],
+    read: FileReader,
+    why_unreadable: Callable[[str], str | None] | None = None,
+) -> JsFacts | None:
     """The facts of a tree with a root package.json (None without one)."""
-    tree = SourceTree(names, read)
+    tree = SourceTree(names, read, why_unreadable)
     root = read_package(tree, "")
     if root is None:
         return None

@@ -630,7 +630,9 @@ def read_js_facts(tree: TreeFiles) -> JsFacts | None:
     """What the tree's package.json files, lockfiles and CI say; None without a package.json."""
     if not is_js_tree(tree):
         return None
-    return read_js_project(tree.names, lambda path: tree.read(path, MAX_LOCKFILE_BYTES))
+    return read_js_project(
+        tree.names, lambda path: tree.read(path, MAX_LOCKFILE_BYTES), tree.why_unreadable
+    )
 
 
 def js_versions(

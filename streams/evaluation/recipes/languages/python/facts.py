@@ -241,9 +241,13 @@ def _guarded(tree: SourceTree, what: str, default: _T, reader: Callable[[], _T])
         return default
 
 
-def read_project(names: Iterable[str], read: FileReader) -> ProjectFacts:
+def read_project(
+    names: Iterable[str],
+    read: FileReader,
+    why_unreadable: Callable[[str], str | None] | None = None,
+) -> ProjectFacts:
     """The facts a Python project's files state about installing and testing it."""
-    tree = SourceTree(names, read)
+    tree = SourceTree(names, read, why_unreadable)
     acc = Metadata()
     pyproject: dict[str, Any] = {}
     if tree.has("pyproject.toml"):

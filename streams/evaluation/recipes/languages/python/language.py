@@ -88,7 +88,7 @@ def python_recipes(tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe]
     tree is no Python project, or its ``requires-python`` excludes every Python there is."""
     if not is_python_tree(tree):
         return [], None
-    facts = read_project(tree.names, tree.read)
+    facts = read_project(tree.names, tree.read, tree.why_unreadable)
     for problem in facts.problems:
         log.info("%s: %s", inputs.repo, problem)
     images = inputs.images_of("python")
@@ -142,7 +142,11 @@ class Python(Language):
         return is_python_tree(tree)
 
     def facts(self, tree: TreeFiles) -> ProjectFacts | None:
-        return read_project(tree.names, tree.read) if is_python_tree(tree) else None
+        return (
+            read_project(tree.names, tree.read, tree.why_unreadable)
+            if is_python_tree(tree)
+            else None
+        )
 
     def versions(self, facts: Any, inputs: Inputs) -> list[str | None]:
         return python_versions(facts, inputs)

@@ -25,7 +25,7 @@ to be collected (or was skipped whole) is written as a testcase too -- no classn
 failure" / "collection skipped" -- and left out, as the text parser leaves it out: it is no
 test. pytest 9 records a failed subtest as a ``<failure>`` of its test.
 
-The XML is parsed with ``xml.etree.ElementTree`` after a check with expat that refuses any
+The XML is parsed by the recipe readers' XML loader (``defusedxml``), which refuses any
 DOCTYPE (hence entity declarations: nothing is expanded or fetched); a refused or malformed
 report is a ValueError.
 """
@@ -34,10 +34,9 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ElementTree
-from typing import NoReturn
-from xml.parsers import expat
 
 from schemas.tasks import TestStatus
+from streams.evaluation.recipes.sources.loaders import XmlRefused, parse_xml
 
 _RANK: dict[TestStatus, int] = {"passed": 0, "skipped": 1, "error": 2, "failed": 3}
 
@@ -123,22 +122,18 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def _refuse_doctype(*_: object) -> NoReturn:
-    raise ValueError(
-        "JUnit XML with a DOCTYPE or an ENTITY declaration is refused (entities are never expanded)"
-    )
-
-
 def _parse_safely(text: str | bytes) -> ElementTree.Element:
-    checker = expat.ParserCreate()
-    checker.StartDoctypeDeclHandler = _refuse_doctype
-    checker.EntityDeclHandler = _refuse_doctype
-    checker.UnparsedEntityDeclHandler = _refuse_doctype
-    checker.ExternalEntityRefHandler = _refuse_doctype
     try:
-        checker.Parse(text, True)
-    except expat.ExpatError as error:
-        raise ValueError(f"malformed JUnit XML: {error}") from None
+        return parse_xml(text)
+    except XmlRefused:
+        raise ValueError(
+            "JUnit XML with a DOCTYPE or an ENTITY declaration is refused "
+            "(entities are never expanded)"
+        ) from None
+    except ValueError as error:
+        raise ValueError(
+            f"malformed JUnit XML: {str(error).removeprefix('malformed XML: ')}"
+        ) from None
     try:
         return ElementTree.fromstring(text)
     except ElementTree.ParseError as error:  # pragma: no cover - expat accepted it above
