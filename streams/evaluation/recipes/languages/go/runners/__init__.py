@@ -1,0 +1,1 @@
+"""Go's test runner: ``go test -json`` (``gotest``)."""

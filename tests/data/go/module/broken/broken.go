@@ -1,0 +1,3 @@
+package broken
+
+func Old() int { return 1 }

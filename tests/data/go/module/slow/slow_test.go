@@ -1,0 +1,12 @@
+package slow
+
+import (
+	"testing"
+	"time"
+)
+
+func TestQuick(t *testing.T) {}
+
+func TestSleeps(t *testing.T) {
+	time.Sleep(time.Minute)
+}
