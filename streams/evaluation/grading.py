@@ -2,8 +2,10 @@
 
 A validation runs a task's tests before and after its fix, several times; ``judge`` keeps the
 stable results and names the flaky tests, and ``Verdict`` derives FAIL_TO_PASS and
-PASS_TO_PASS from them. ``Evaluation`` is a candidate patch graded the way SWE-bench grades:
-resolved when it applied and every FAIL_TO_PASS and PASS_TO_PASS test passed. The statuses come
+PASS_TO_PASS from them (``judge_three`` and ``ThreeRunVerdict``: the three runs of a compiled
+language, whose test patch may not compile without the fix). ``Evaluation`` is a candidate
+patch graded the way SWE-bench grades: resolved when it applied and every FAIL_TO_PASS and
+PASS_TO_PASS test passed. The statuses come
 from the test runner's log parser (``streams.evaluation.log_parsers``).
 """
 
@@ -72,27 +74,77 @@ class Verdict:
         )
 
 
+def _stable(runs: list[Run], flaky: set[str]) -> dict[str, TestStatus]:
+    """The statuses every one of ``runs`` agrees on; the tests they disagree on (missing from
+    one counts as ``error``) go to ``flaky``."""
+    statuses: dict[str, TestStatus] = {}
+    for test in sorted({t for run in runs for t in run.statuses}):
+        seen = {run.statuses.get(test, "error") for run in runs}
+        if len(seen) == 1:
+            statuses[test] = seen.pop()
+        else:
+            flaky.add(test)
+    return statuses
+
+
 def judge(befores: list[Run], afters: list[Run]) -> Verdict:
     """Stable results only: a test whose status differs between the before-runs, or between
     the after-runs, is flaky and dropped."""
     flaky: set[str] = set()
-
-    def stable(runs: list[Run]) -> dict[str, TestStatus]:
-        statuses: dict[str, TestStatus] = {}
-        for test in sorted({t for run in runs for t in run.statuses}):
-            seen = {run.statuses.get(test, "error") for run in runs}
-            if len(seen) == 1:
-                statuses[test] = seen.pop()
-            else:
-                flaky.add(test)
-        return statuses
-
-    before, after = stable(befores), stable(afters)
+    before, after = _stable(befores, flaky), _stable(afters, flaky)
     return Verdict(
         {t: s for t, s in before.items() if t not in flaky},
         {t: s for t, s in after.items() if t not in flaky},
         sorted(flaky),
     )
+
+
+@dataclass
+class ThreeRunVerdict:
+    """FAIL_TO_PASS and PASS_TO_PASS of a compiled language, from three runs (as
+    Multi-SWE-bench validates): the base as it is, the base with the test patch alone, and
+    both patches. A test patch often does not compile without the fix, so its whole package
+    is missing from the test-patch run: missing there is failing for a test the base did not
+    pass (a new test), but says nothing of one the base passed (an old test of that package),
+    which is PASS_TO_PASS when it passes with both patches."""
+
+    base: dict[str, TestStatus]
+    test_only: dict[str, TestStatus]
+    fixed: dict[str, TestStatus]
+    flaky: list[str] = field(default_factory=list)
+
+    def _fails_without_fix(self, test: str) -> bool:
+        status = self.test_only.get(test)
+        if status is None:
+            return self.base.get(test) != "passed"
+        return status in ("failed", "error")
+
+    @property
+    def fail_to_pass(self) -> list[str]:
+        return sorted(
+            t for t, s in self.fixed.items() if s == "passed" and self._fails_without_fix(t)
+        )
+
+    @property
+    def pass_to_pass(self) -> list[str]:
+        return sorted(
+            t
+            for t, s in self.fixed.items()
+            if s == "passed" and self.base.get(t) == "passed" and not self._fails_without_fix(t)
+        )
+
+
+def judge_three(bases: list[Run], test_onlys: list[Run], fixeds: list[Run]) -> ThreeRunVerdict:
+    """The three runs' stable results (``judge``'s rule, per kind of run): a test whose status
+    differs between runs of one kind is flaky and dropped from all three."""
+    flaky: set[str] = set()
+    base, test_only = _stable(bases, flaky), _stable(test_onlys, flaky)
+    fixed = _stable(fixeds, flaky)
+
+    def kept(statuses: dict[str, TestStatus]) -> dict[str, TestStatus]:
+        return {t: s for t, s in statuses.items() if t not in flaky}
+
+    return ThreeRunVerdict(kept(base), kept(test_only), kept(fixed), sorted(flaky))
 
 
 @dataclass

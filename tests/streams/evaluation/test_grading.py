@@ -3,10 +3,20 @@ fix), FAIL_TO_PASS and PASS_TO_PASS from them, and a candidate patch's evaluatio
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from schemas.tasks import TestStatus
-from streams.evaluation.grading import Evaluation, Run, exit_code_contradiction, judge
+from streams.evaluation.grading import (
+    Evaluation,
+    Run,
+    ThreeRunVerdict,
+    exit_code_contradiction,
+    judge,
+    judge_three,
+)
+from streams.evaluation.recipes.languages.go.runners.gotest import parse_go_test_json
 
 
 @pytest.mark.unit
@@ -94,3 +104,82 @@ def test_an_exit_code_that_contradicts_the_statuses_is_named(
         assert found is not None and found.startswith(expected)
     run = Run(statuses, 1.0, timed_out, exit_code=exit_code)
     assert run.contradiction == found
+
+
+def three(base: dict[str, TestStatus], test_only: dict[str, TestStatus],
+          fixed: dict[str, TestStatus]) -> ThreeRunVerdict:  # fmt: skip
+    return judge_three(
+        [Run(base, 1.0, False)], [Run(test_only, 1.0, False)], [Run(fixed, 1.0, False)]
+    )
+
+
+@pytest.mark.unit
+def test_three_runs_a_test_patch_that_does_not_compile_without_the_fix() -> None:
+    """The test patch adds TestNew, which calls what the fix adds: with the test patch alone its
+    package does not build (every test of it missing). TestNew is FAIL_TO_PASS; TestOld, which
+    the base passed, is PASS_TO_PASS, not FAIL_TO_PASS."""
+    verdict = three(
+        {"p/TestOld": "passed", "q/TestOther": "passed"},
+        {"q/TestOther": "passed"},  # package p did not build
+        {"p/TestOld": "passed", "p/TestNew": "passed", "q/TestOther": "passed"},
+    )
+    assert verdict.fail_to_pass == ["p/TestNew"]
+    assert verdict.pass_to_pass == ["p/TestOld", "q/TestOther"]
+    # the two-run rule would have taken the old test for a fix's test
+    two = judge([Run({"q/TestOther": "passed"}, 1, False)],
+                [Run(verdict.fixed, 1, False)])  # fmt: skip
+    assert two.fail_to_pass == ["p/TestNew", "p/TestOld"]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("base", "test_only", "fixed", "kind"),
+    [
+        ("passed", "failed", "passed", "fail_to_pass"),  # the test patch changed an old test
+        (None, "failed", "passed", "fail_to_pass"),  # a new test that builds and fails
+        (None, None, "passed", "fail_to_pass"),  # a new test whose package does not build
+        ("failed", None, "passed", "fail_to_pass"),
+        ("passed", "passed", "passed", "pass_to_pass"),
+        ("passed", None, "passed", "pass_to_pass"),  # its package does not build alone
+        ("failed", "passed", "passed", None),  # passes without the fix: proves nothing
+        (None, "passed", "passed", None),
+        ("passed", "failed", "failed", None),  # the fix does not make it pass
+        ("passed", "skipped", "passed", "pass_to_pass"),  # a skip shows no failure
+    ],
+)
+def test_three_runs_each_kind_of_test(
+    base: TestStatus | None, test_only: TestStatus | None, fixed: TestStatus, kind: str | None
+) -> None:
+    runs = [{"p/T": status} if status else {} for status in (base, test_only, fixed)]
+    verdict = three(*runs)
+    found = [k for k in ("fail_to_pass", "pass_to_pass") if getattr(verdict, k) == ["p/T"]]
+    assert found == ([kind] if kind else [])
+
+
+@pytest.mark.unit
+def test_three_runs_drop_a_test_flaky_in_any_kind_of_run() -> None:
+    stable = {"p/TestA": "passed", "p/TestF": "passed"}
+    verdict = judge_three(
+        [Run(stable, 1, False), Run({"p/TestA": "passed", "p/TestF": "failed"}, 1, False)],
+        [Run({"p/TestA": "failed"}, 1, False)],
+        [Run(stable, 1, False)],
+    )
+    assert verdict.flaky == ["p/TestF"] and "p/TestF" not in verdict.fixed
+    assert verdict.fail_to_pass == ["p/TestA"] and verdict.pass_to_pass == []
+
+
+@pytest.mark.unit
+def test_three_runs_of_recorded_go_output() -> None:
+    """go1.26's recorded run: package broken does not build; read as the test-patch run of a
+    task whose fix adds New, with a base run where TestOld passed and a fixed run where both
+    pass."""
+    output = (Path(__file__).parents[2] / "data" / "go" / "go126-all.jsonl").read_text()
+    test_only = parse_go_test_json(output)
+    assert not [t for t in test_only if t.startswith("example.com/rec/broken/")]
+    base = {**test_only, "example.com/rec/broken/TestOld": "passed"}
+    fixed = {**test_only, "example.com/rec/broken/TestOld": "passed",
+             "example.com/rec/broken/TestNew": "passed"}  # fmt: skip
+    verdict = three(base, test_only, fixed)
+    assert verdict.fail_to_pass == ["example.com/rec/broken/TestNew"]
+    assert "example.com/rec/broken/TestOld" in verdict.pass_to_pass
+    assert "example.com/rec/calc/TestSub" not in verdict.pass_to_pass + verdict.fail_to_pass
