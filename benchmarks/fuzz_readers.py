@@ -5,9 +5,10 @@
 Each input is a repository tree (a tar, as ``git archive`` gives one) of project files picked
 among the kinds the readers know: the seeds below (real shapes of pyproject.toml, setup.cfg,
 setup.py, tox.ini, noxfile.py, requirements, CI workflows, package.json, lockfiles, rc files,
-pom.xml), each as it is, mutated (bytes flipped, cut, repeated, structural characters put in),
-or replaced by a generated document (JSON, YAML, TOML-like text), plus now and then a symbolic
-link out of the tree. Every registered language then detects, reads and infers from it, and
+pom.xml, go.mod, go.work), each as it is, mutated (bytes flipped, cut, repeated, structural
+characters put in), or replaced by a generated document (JSON, YAML, TOML-like text), plus now
+and then a symbolic link out of the tree. Every registered language then detects, reads and
+infers from it, Go's go.mod and go.work readers read theirs, and
 the XML loader reads its pom.xml. The readers' promise is that no exception escapes: a bad file
 is a ``problem`` in the facts. Escapes are counted, and each one's input is written to ``--out``
 to replay; the run exits 1 if there was any.
@@ -36,6 +37,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from streams.evaluation.recipes.languages import Inputs, languages
+from streams.evaluation.recipes.languages.go.gomod import read_go_mod, read_go_work
 from streams.evaluation.recipes.model import TreeFiles
 from streams.evaluation.recipes.sources.loaders import load_xml
 from streams.evaluation.recipes.sources.tree import SourceTree
@@ -100,6 +102,10 @@ SEEDS: dict[str, str] = {
     "pom.xml": '<?xml version="1.0"?>\n<project xmlns="http://maven.apache.org/POM/4.0.0">'
     "<modelVersion>4.0.0</modelVersion><artifactId>a</artifactId>"
     "<properties><maven.compiler.release>17</maven.compiler.release></properties></project>\n",
+    "go.mod": "module github.com/o/r/v2\n\ngo 1.22\n\ntoolchain go1.22.3\n\nrequire (\n"
+    "\tgithub.com/google/uuid v1.6.0\n\tgolang.org/x/sync v0.7.0 // indirect\n)\n\n"
+    "replace github.com/o/lib => ../lib\n",
+    "go.work": "go 1.22\n\nuse (\n\t./api\n\t.\n)\n",
     "tests/test_a.py": "def test_a():\n    assert 1\n",
     "test/a.test.js": "import { test } from 'vitest'\ntest('a', () => {})\n",
 }
@@ -185,6 +191,10 @@ def read_everything(tree: TreeFiles) -> None:
             language.versions(facts, inputs)
         language.infer(tree, inputs)
     load_xml(SourceTree(tree.names, tree.read), "pom.xml")
+    for name, reader in (("go.mod", read_go_mod), ("go.work", read_go_work)):
+        data = tree.read(name)
+        if data is not None:  # Go's readers, before the language is registered
+            reader(data.decode("utf-8", errors="replace"), name)
 
 
 class Tally:
