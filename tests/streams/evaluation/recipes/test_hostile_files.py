@@ -8,6 +8,7 @@ import io
 import subprocess
 import tarfile
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -214,3 +215,18 @@ def test_links_climbing_out_reach_docker_as_the_absolute_path_they_resolve_to(
     }
     plain = git_tree(tmp_path / "plain", {"a.txt": "a\n"}, {"in": "a.txt"})
     assert plain.container_tar() is plain.tar_bytes  # nothing to rewrite: the archive as it is
+
+
+def test_a_setup_py_with_odd_escapes_warns_nothing_in_this_process(tmp_path: Path) -> None:
+    """Python warns of an invalid escape when it parses one: a repository's file is no cause
+    for this process's warnings (a worker's log would fill with them)."""
+    tree = git_tree(
+        tmp_path / "r",
+        {"setup.py": "from setuptools import setup\nsetup(name='x', version='\\e1')\n"},
+        {},
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        facts, _ = all_facts(tree)["python"]
+    assert [str(w.message) for w in caught] == []
+    assert facts is not None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import shlex
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -102,7 +103,10 @@ def parse_python(tree: SourceTree, path: str) -> ast.Module | None:
     if text is None:
         return None
     try:
-        return ast.parse(text, filename=path)
+        # a repository's odd escapes ("\e") are its own affair, not warnings of this process
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         tree.problem(f"{path}: not valid Python ({type(exc).__name__}: {short_error(exc)})")
         return None
