@@ -25,6 +25,8 @@ from streams.evaluation.sandbox import Sandbox
 MIN_LINE_CHARS = 20
 NEEDLES = "/tmp/swe-stream-answer-needles"
 KERNEL_DIRS = ("proc", "sys", "dev")
+# find's expression that leaves the kernel's directories out
+_PRUNE_KERNEL = "\\( " + " -o ".join(f"-path /{name}" for name in KERNEL_DIRS) + " \\) -prune"
 _SHA = re.compile(r"[0-9a-f]{40}")
 
 
@@ -81,8 +83,7 @@ def _matched(output: str, needles: Sequence[str]) -> list[str]:
 
 
 def _search_files(box: Sandbox, needles: list[str], search: AnswerSearch) -> None:
-    prune = " -o ".join(f"-path /{name}" for name in KERNEL_DIRS)
-    _, counted = _exec(box, f"find / \\( {prune} \\) -prune -o -type f -print | wc -l")
+    _, counted = _exec(box, f"find / {_PRUNE_KERNEL} -o -type f -print | wc -l")
     search.searched.append(
         f"files: {counted.strip()} regular files under / (not /proc, /sys, /dev)"
     )
@@ -101,8 +102,7 @@ def _search_files(box: Sandbox, needles: list[str], search: AnswerSearch) -> Non
 def _search_git(box: Sandbox, needles: list[str], search: AnswerSearch) -> None:
     _, listed = _exec(
         box,
-        f"find / \\( {' -o '.join(f'-path /{n}' for n in KERNEL_DIRS)} \\) -prune -o "
-        "-name objects -type d -path '*.git/objects' -print 2>/dev/null",
+        f"find / {_PRUNE_KERNEL} -o -name objects -type d -path '*.git/objects' -print 2>/dev/null",
     )
     for objects in listed.splitlines():
         git_dir = shlex.quote(objects.removesuffix("/objects"))

@@ -196,6 +196,7 @@ class RegistryEgress:
         self.labels = {LABEL: "1", OWNER_LABEL: owner_label(), EGRESS_LABEL: self.volume}
         self.container: Any = None
         self._volume_made = False
+        self._final_refusals: list[tuple[str, str]] = []
 
     @property
     def sandbox_options(self) -> dict[str, Any]:
@@ -296,9 +297,10 @@ class RegistryEgress:
             raise EgressError(f"could not start the egress forwarder (exit {code}): {text}")
 
     def refusals(self) -> list[tuple[str, str]]:
-        """What the proxy refused so far: (kind, ``METHOD target: reason``) each."""
+        """What the proxy refused so far: (kind, ``METHOD target: reason``) each; after the
+        block, what it had refused when it was removed (read once, then)."""
         if self.container is None:
-            return []
+            return list(self._final_refusals)
         found = []
         for line in self._log_lines():
             if line.startswith("refused "):
@@ -311,12 +313,13 @@ class RegistryEgress:
         return [line for _, line in self.refusals()]
 
     def _count_refusals(self) -> None:
+        """Keep what the proxy refused (for ``refusals`` after the block) and count it."""
         try:
-            kinds = Counter(kind for kind, _ in self.refusals())
+            self._final_refusals = self.refusals()
         except Exception as error:  # the container may be gone with its engine
             log.debug("could not read the egress proxy's refusals: %s", error)
             return
-        for kind, count in kinds.items():
+        for kind, count in Counter(kind for kind, _ in self._final_refusals).items():
             metrics.EGRESS_REFUSED.labels(reason=kind).inc(count)
 
     def __exit__(

@@ -405,8 +405,9 @@ class HarnessEngine:
             if phases.agent is None:
                 egress = self.agent_egress()
                 if egress is not None:
-                    doors.enter_context(egress)
+                    # after the door's removal, which reads what it refused once
                     doors.callback(log_refusals, egress, task.id)
+                    doors.enter_context(egress)
 
                 def fill(box: Sandbox) -> None:
                     box.put_file(PROMPT_FILE, task.prompt)
@@ -466,12 +467,8 @@ class HarnessEngine:
 
 
 def log_refusals(egress: RegistryEgress, task_id: str) -> None:
-    """What the agent's door refused, in the log (and counted: ``RegistryEgress``)."""
-    try:
-        refused = egress.refused()
-    except Exception as error:  # the engine may be gone: nothing to report then
-        log.debug("harness: %s: the door's refusals could not be read: %s", task_id, error)
-        return
+    """What the agent's door (removed: its refusals kept) refused, in the log."""
+    refused = egress.refused()
     for line in refused[:20]:
         log.info("harness: %s: the agent's network door refused %s", task_id, line)
     if len(refused) > 20:
