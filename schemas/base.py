@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import functools
+import gzip
+import io
 import re
+import zlib
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Self
 
@@ -18,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema
+from pydantic_core import CoreSchema, PydanticCustomError, ValidationError
 
 __all__ = [
     "GHARCHIVE_HOUR_RE",
@@ -215,13 +218,46 @@ class Record(BaseModel):
         return json_schema
 
     def to_json(self) -> bytes:
-        """Serialize to the JSON bytes written to Kafka."""
-        return self.model_dump_json().encode()
+        """Serialize to the bytes written to Kafka: JSON, gzipped when it is large (a task
+        whose runs reported tens of thousands of tests; Kafka takes about 1 MB a message)."""
+        data = self.model_dump_json().encode()
+        if len(data) <= COMPRESS_ABOVE_BYTES:
+            return data
+        return gzip.compress(data, compresslevel=6, mtime=0)
 
     @classmethod
     def from_json(cls, data: bytes | str) -> Self:
-        """Parse and validate JSON bytes read from Kafka."""
-        return cls.model_validate_json(data)
+        """Parse and validate JSON bytes read from Kafka (gzipped ones too)."""
+        try:
+            text = record_json(data)
+        except (OSError, EOFError, zlib.error, ValueError) as exc:  # bad gzip, or a bomb
+            problem = PydanticCustomError(
+                "gzip_record", "a gzipped record that does not unpack: {why}", {"why": str(exc)}
+            )
+            raise ValidationError.from_exception_data(
+                cls.__name__, [{"type": problem, "loc": (), "input": data[:64]}]
+            ) from None
+        return cls.model_validate_json(text)
+
+
+# A record's JSON larger than this is written gzipped (what Kafka carries is the gzip: test
+# ids compress tenfold); its first bytes are gzip's magic, which no JSON text starts with
+COMPRESS_ABOVE_BYTES = 256 * 1024
+GZIP_MAGIC = b"\x1f\x8b"
+MAX_RECORD_BYTES = 256 << 20  # what one record may unpack to (a gzip bomb is refused)
+
+
+def record_json(data: bytes | str) -> bytes | str:
+    """A record's JSON as read from Kafka: gunzipped when it was written gzipped
+    (``Record.to_json``); ValueError when it unpacks to more than ``MAX_RECORD_BYTES``."""
+    # anything else (text, a tombstone's None) is for the JSON parser to accept or refuse
+    if not isinstance(data, bytes | bytearray) or not data.startswith(GZIP_MAGIC):
+        return data
+    with gzip.GzipFile(fileobj=io.BytesIO(data)) as unpacked:
+        text = unpacked.read(MAX_RECORD_BYTES + 1)
+    if len(text) > MAX_RECORD_BYTES:
+        raise ValueError(f"a gzipped record unpacks to more than {MAX_RECORD_BYTES} bytes")
+    return text
 
 
 class PullRequestRecord(Record):
