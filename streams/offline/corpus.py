@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import subprocess
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -28,6 +30,8 @@ from isal import igzip
 
 from streams.offline.local_http import running
 from streams.offline.world import GitHubData, serve_github
+
+log = logging.getLogger("swe_stream.corpus")
 
 # the hour the corpus is published as (any hour would do: nothing checks event times against it)
 CORPUS_HOUR = "2026-01-01-0"
@@ -64,6 +68,23 @@ class Corpus:
         raise KeyError(repo)
 
 
+def serve_like_github(remote: Path) -> None:
+    """Let the bare ``remote`` serve partial clones and fetches by sha, as GitHub does: a
+    snapshot leaves out its largest files, which a full clone (git's fallback where the remote
+    refuses ``--filter``) would need. Left as it is where it cannot be written (a read-only
+    corpus: its clones are then full)."""
+    for key in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
+        done = subprocess.run(
+            ["git", "-C", str(remote), "config", key, "true"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            log.warning("%s: cannot set %s: %s", remote, key, done.stderr.strip()[:200])
+            return
+
+
 def load_corpus(root: Path, only: Iterable[str] = ()) -> Corpus:
     """The corpus at ``root``, restricted to the repositories named in ``only`` (``owner/name``
     or ``name``; all when empty). CorpusError when a remote is missing or a name is unknown."""
@@ -86,6 +107,7 @@ def load_corpus(root: Path, only: Iterable[str] = ()) -> Corpus:
                 "(see the corpus README); for a read-only corpus, `corpus-remotes --into DIR` "
                 "and pass DIR/<corpus> as the corpus"
             )
+        serve_like_github(remote)
         repositories.append(CorpusRepository(repo, remote, meta))
     known = {r.repo.lower() for r in repositories} | {
         r.repo.split("/")[1].lower() for r in repositories
