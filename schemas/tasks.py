@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from pydantic import (
@@ -62,17 +63,67 @@ class ValidationReport(SubRecord):
         description="Runs whose exit code contradicts their per-test statuses, and how.",
     )
 
+    base: dict[str, TestStatus] | None = Field(
+        default=None,
+        description="Statuses of the base commit as it is, without either patch: a compiled "
+        "language's third run (its test patch may not compile without the fix); None: two "
+        "runs were made.",
+    )
+
+    changed_tests: list[str] = Field(
+        default_factory=list,
+        description="With three runs: the tests the test patch adds or changes (a test and "
+        "its subtests each), which cannot have passed before the fix when its package did not "
+        "compile with the test patch alone.",
+    )
+
     def fail_to_pass(self) -> list[str]:
-        """Tests that fail (or error) before the fix and pass after it."""
+        """Tests that fail (or error) before the fix and pass after it (with three runs: fail
+        or are missing with the test patch alone, and were not passing at the base)."""
+        if self.base is not None:
+            return sorted(
+                t
+                for t, s in self.after.items()
+                if s == "passed"
+                and fails_without_fix(t, self.base, self.before, self.changed_tests)
+            )
         return sorted(
             t for t, s in self.after.items() if s == "passed" and self.before.get(t) != "passed"
         )
 
     def pass_to_pass(self) -> list[str]:
-        """Tests that pass both before and after the fix."""
+        """Tests that pass both before and after the fix (with three runs: at the base and
+        with both patches, and not failing with the test patch alone)."""
+        if self.base is not None:
+            base = self.base
+            return sorted(
+                t
+                for t, s in self.after.items()
+                if s == "passed"
+                and base.get(t) == "passed"
+                and not fails_without_fix(t, base, self.before, self.changed_tests)
+            )
         return sorted(
             t for t, s in self.after.items() if s == "passed" and self.before.get(t) == "passed"
         )
+
+
+def fails_without_fix(
+    test: str,
+    base: dict[str, TestStatus],
+    test_only: dict[str, TestStatus],
+    changed: Sequence[str] = (),
+) -> bool:
+    """Whether ``test`` fails without the fix, as three runs show it: failed or errored with
+    the test patch alone; or missing there (its package did not compile) and not passing at
+    the base, or changed by the test patch (``changed``: ids, each with its subtests; its new
+    body never ran before the fix). An old test of the package that passed at the base says
+    nothing of the fix."""
+    status = test_only.get(test)
+    if status is None:
+        touched = any(test == c or test.startswith(c + "/") for c in changed)
+        return touched or base.get(test) != "passed"
+    return status in ("failed", "error")
 
 
 class InstallConfig(SubRecord):

@@ -221,21 +221,35 @@ def python_images(docker_client: Any) -> dict[str, str]:
     return images
 
 
-@pytest.fixture(scope="session")
-def node_images(docker_client: Any) -> dict[str, str]:
-    """The Node.js image of every Debian suite validation picks from (`swe-stream images base
-    --node`, built by .ci/prepare)."""
+def built_toolchain_images(docker_client: Any, toolchain: str) -> dict[str, str]:
+    """The images of ``toolchain``'s versions validation picks from (its default
+    ``docker.<toolchain>_images``), each on the engine (`swe-stream images base --toolchains`,
+    run by .ci/prepare)."""
     import docker.errors
 
     from streams.core.settings import DockerSettings
 
-    images = DockerSettings().node_images
-    for major, tag in images.items():
+    images: dict[str, str] = getattr(DockerSettings(), f"{toolchain}_images")
+    for version, tag in images.items():
         try:
             docker_client.images.get(tag)
         except docker.errors.ImageNotFound:
-            unavailable(f"Node {major} image {tag} is missing: swe-stream images base --node")
+            unavailable(
+                f"{toolchain} {version} image {tag} is missing: swe-stream images base --toolchains"
+            )
     return images
+
+
+@pytest.fixture(scope="session")
+def node_images(docker_client: Any) -> dict[str, str]:
+    """The Node.js image of every Debian suite (Debian's nodejs)."""
+    return built_toolchain_images(docker_client, "node")
+
+
+@pytest.fixture(scope="session")
+def go_images(docker_client: Any) -> dict[str, str]:
+    """Debian's golang image of every suite."""
+    return built_toolchain_images(docker_client, "go")
 
 
 # A real HTTP server on 127.0.0.1 serving the GH Archive fixture hours (with fault injection).

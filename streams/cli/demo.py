@@ -24,6 +24,7 @@ from streams.cli.options import Commands, Parents, interactive
 from streams.core.settings import Settings
 from streams.evaluation.harness import HarnessEngine, HarnessOptions, evaluate_all
 from streams.evaluation.images import ensure_base_image, ensure_toolchain_image
+from streams.evaluation.recipes.languages import language_named
 from streams.evaluation.sandbox import Limits
 from streams.evaluation.taskdir import WORKSPACE, load_workspace
 from streams.evaluation.validator import validate_task_dirs
@@ -52,8 +53,8 @@ def register(commands: Commands, parents: Parents) -> None:
         "--language",
         choices=sorted(DEMO_PROJECTS),
         default="python",
-        help="the language of the demo repository (default: python); javascript runs in a "
-        "Node image (built if none is there)",
+        help="the language of the demo repository (default: python); javascript and go run "
+        "in their toolchain's image (built if none is there)",
     )
     demo.set_defaults(handler=run_demo)
 
@@ -73,9 +74,13 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     output = (args.output or workdir / "tasks").absolute()
     workdir.mkdir(parents=True, exist_ok=True)
     problem = ensure_base_image(settings.docker.base_image)
-    if not problem and args.language == "javascript":
+    language = language_named(DEMO_PROJECTS[args.language].language)
+    toolchain = language.toolchain if language is not None else None
+    if not problem and toolchain and language is not None and language.toolchain_images:
         problem = ensure_toolchain_image(
-            "node", settings.docker.node_images, settings.docker.base_image
+            toolchain,
+            getattr(settings.docker, f"{toolchain}_images", {}),
+            settings.docker.base_image,
         )
     if problem:
         print(f"swe-stream demo: {problem}", file=sys.stderr)

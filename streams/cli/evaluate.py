@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -29,7 +30,12 @@ from streams.evaluation.harness import (
     evaluate_all,
     evaluate_predictions,
 )
-from streams.evaluation.images import PYTHON_SUITES, build_base_images, resolve_targets
+from streams.evaluation.images import (
+    PYTHON_SUITES,
+    build_base_images,
+    list_images,
+    resolve_targets,
+)
 from streams.evaluation.images import main_toolchains as images_main_toolchains
 from streams.evaluation.prebuild import (
     KEPT_LEVEL,
@@ -44,6 +50,7 @@ from streams.evaluation.predictions import (
     load_predictions,
     summary_name,
 )
+from streams.evaluation.recipes.languages import toolchains
 from streams.evaluation.sandbox import Limits, remove_labelled
 from streams.evaluation.taskdir import WORKSPACE, find_task_dirs, load_workspace
 from streams.evaluation.validator import docker_from_env, validate_task_dirs
@@ -112,6 +119,14 @@ def register(commands: Commands, parents: Parents) -> None:
         "reachable, docker.base_image=python:3.12-slim needs no build at all)",
     )
     base.set_defaults(handler=cmd_images)
+    listing = images_actions.add_parser(
+        "list",
+        parents=[common],
+        help="the images validation picks from (per Python, per Node major, per go, ...), "
+        "present or missing",
+    )
+    listing.add_argument("--json", action="store_true", help="print them as JSON")
+    listing.set_defaults(handler=cmd_images_list)
     _register_instances(images_actions, common)
 
 
@@ -449,6 +464,35 @@ def cmd_images_instances(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps([result.as_dict() for result in results], indent=2))
     print(summary_line(results), file=sys.stderr if args.json else sys.stdout)
     return ExitCode.OK if all(result.ready for result in results) else ExitCode.FAILURE
+
+
+def cmd_images_list(args: argparse.Namespace, settings: Settings) -> int:
+    """``swe-stream images list``: every toolchain's images (``docker.<toolchain>_images``),
+    present or missing; exit 1 when one is missing."""
+    import docker
+
+    configured = {
+        toolchain: getattr(settings.docker, f"{toolchain}_images", None) or {}
+        for toolchain in toolchains()
+    }
+    try:
+        client = docker.from_env(timeout=60)
+        listed = list_images(client, configured)
+    except docker.errors.DockerException as exc:
+        print(f"swe-stream images list: no Docker engine answers: {exc}", file=sys.stderr)
+        return ExitCode.FAILURE
+    if args.json:
+        print(json.dumps([dataclasses.asdict(image) for image in listed], indent=2))
+    else:
+        for image in listed:
+            print(image.line())
+    missing = [image.tag for image in listed if not image.present]
+    if missing:
+        print(
+            f"{len(missing)} missing: swe-stream images base --all --toolchains builds them",
+            file=sys.stderr,
+        )
+    return ExitCode.FAILURE if missing else ExitCode.OK
 
 
 def cmd_images(args: argparse.Namespace, settings: Settings) -> int:

@@ -237,7 +237,7 @@ class EnrichSettings(Section):
         # validate rejects them
         None,
         description="repository languages kept (GitHub names); unset = every language "
-        "validation knows (Python, JavaScript, TypeScript and installed plugins'); empty = all",
+        "validation knows (Python, JavaScript, TypeScript, Go and installed plugins'); empty = all",
     )
     min_stars: int = Field(20, ge=0)
     min_files: int = Field(1, ge=0)
@@ -321,6 +321,16 @@ class DockerSettings(Section):
         },
         description="base image per Node.js major (Debian's nodejs of each suite; built by "
         "`swe-stream images base --node`); validation of JavaScript / TypeScript picks one",
+    )
+    go_images: dict[str, str] = Field(
+        default_factory=lambda: {
+            "1.19": "swe-stream/go:bookworm",
+            "1.24": "swe-stream/go:trixie",
+            "1.27": "swe-stream/go:forky",
+        },
+        description="image per go (major.minor: Debian's golang of each suite; built by "
+        "`swe-stream images base --toolchains`); validation of Go picks one, and fetches a "
+        "newer toolchain through the module proxy over the newest where the module asks for it",
     )
     cache_level: Literal["none", "base", "env", "instance"] = Field(
         "env", description="image layers kept after a task (as SWE-bench's --cache_level)"
@@ -448,7 +458,7 @@ class TestgenSettings(Section):
 # registries, nothing else
 DEFAULT_REGISTRIES = (
     "pypi.org", "files.pythonhosted.org", "*.pythonhosted.org", "deb.debian.org",
-    "security.debian.org", "*.debian.org", "registry.npmjs.org",
+    "security.debian.org", "*.debian.org", "registry.npmjs.org", "proxy.golang.org",
 )  # fmt: skip
 
 

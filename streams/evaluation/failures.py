@@ -49,6 +49,8 @@ INSTALL_CAUSES = (
     _cause(r"Failed building wheel|subprocess-exited-with-error", "a package's build fails"),
 )
 RUN_CAUSES = (
+    # a compiled language's package that did not build (``prover.compile_failures``)
+    _cause(r"^compile failure: (\S+):", "a package does not compile ({0})"),
     _cause(
         r"No tests found|No test files found|No test suite found in file (\S+)|"
         r"Your test suite must contain at least one test",

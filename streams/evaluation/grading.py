@@ -11,9 +11,10 @@ from the test runner's log parser (``streams.evaluation.log_parsers``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from schemas.tasks import TestStatus
+from schemas.tasks import TestStatus, fails_without_fix
 
 
 @dataclass
@@ -112,12 +113,10 @@ class ThreeRunVerdict:
     test_only: dict[str, TestStatus]
     fixed: dict[str, TestStatus]
     flaky: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)  # the tests the test patch changes
 
     def _fails_without_fix(self, test: str) -> bool:
-        status = self.test_only.get(test)
-        if status is None:
-            return self.base.get(test) != "passed"
-        return status in ("failed", "error")
+        return fails_without_fix(test, self.base, self.test_only, self.changed)
 
     @property
     def fail_to_pass(self) -> list[str]:
@@ -134,9 +133,12 @@ class ThreeRunVerdict:
         )
 
 
-def judge_three(bases: list[Run], test_onlys: list[Run], fixeds: list[Run]) -> ThreeRunVerdict:
+def judge_three(
+    bases: list[Run], test_onlys: list[Run], fixeds: list[Run], changed: Sequence[str] = ()
+) -> ThreeRunVerdict:
     """The three runs' stable results (``judge``'s rule, per kind of run): a test whose status
-    differs between runs of one kind is flaky and dropped from all three."""
+    differs between runs of one kind is flaky and dropped from all three. ``changed``: the
+    tests the test patch adds or changes (``Language.tests_changed``)."""
     flaky: set[str] = set()
     base, test_only = _stable(bases, flaky), _stable(test_onlys, flaky)
     fixed = _stable(fixeds, flaky)
@@ -144,7 +146,7 @@ def judge_three(bases: list[Run], test_onlys: list[Run], fixeds: list[Run]) -> T
     def kept(statuses: dict[str, TestStatus]) -> dict[str, TestStatus]:
         return {t: s for t, s in statuses.items() if t not in flaky}
 
-    return ThreeRunVerdict(kept(base), kept(test_only), kept(fixed), sorted(flaky))
+    return ThreeRunVerdict(kept(base), kept(test_only), kept(fixed), sorted(flaky), list(changed))
 
 
 @dataclass

@@ -7,7 +7,8 @@ Evaluates a coding agent on exported tasks in Docker, grading its patch as SWE-b
    ``setup_error``;
 2. **sanity**: in a fresh container with the hidden test patch applied, one run of the test
    files (as in grading): every FAIL_TO_PASS check must fail and every PASS_TO_PASS check
-   pass, else ``sanity_fail``;
+   pass, else ``sanity_fail`` (a compiled language's PASS_TO_PASS checks that fail there, where
+   the test patch may not compile without the fix, are run on the base without it);
 3. **the agent**: a fresh container of the instance image (``/testbed``, a git repository at
    the base commit, is the working directory) with the agent directory mounted read-only at
    ``/agent``, the prompt in ``/run/swe-stream/prompt.md`` and in ``$SWE_PROMPT``, no network
@@ -93,6 +94,7 @@ from streams.evaluation.prover import (
 )
 from streams.evaluation.provisioner import Environment
 from streams.evaluation.reasons import ValidationFailed
+from streams.evaluation.recipes.languages import language_named
 from streams.evaluation.sandbox import Limits, Sandbox, remove_labelled
 from streams.evaluation.taskdir import WORKSPACE, load_workspace
 from streams.evaluation.validator import Validator, task_environment
@@ -182,6 +184,26 @@ class HarnessEngine:
         limits = self.contained(network=False) if contained else replace(self.limits, network=False)
         labels = {RUN_LABEL: self.options.run_id}
         return environment.sandbox(limits, RUN_VARIABLES, labels=labels, remover=remover)
+
+    def sanity(
+        self, environment: Environment, task: TaskWorkspace, checks: Checks, remover: Executor
+    ) -> Graded:
+        """The checks before any agent: with the test patch, its FAIL_TO_PASS checks must
+        fail and its PASS_TO_PASS checks pass. A compiled language's test patch may not
+        compile without the fix: its PASS_TO_PASS checks failing there are then judged as
+        validation's three runs judged them, on the base as it is (no test patch)."""
+        graded = self.grade(environment, task, "", checks, remover=remover)
+        language = language_named(environment.recipe.language)
+        if language is None or not language.compiled or all(c.passed for c in graded.pass_to_pass):
+            return graded
+        untested = task.model_copy(update={"test_patch": ""})
+        base = self.grade(environment, untested, "", checks, remover=remover)
+        return replace(
+            graded,
+            pass_to_pass=base.pass_to_pass,
+            seconds=graded.seconds + base.seconds,
+            output=f"{graded.output}\n(without the test patch)\n{base.output}",
+        )
 
     def grade(
         self,
@@ -419,7 +441,7 @@ class HarnessEngine:
                 )
             grader = Prepared(pool, self.grading_sandbox(environment))
             try:
-                phases.sanity = self.grade(environment, task, "", checks, remover=pool)
+                phases.sanity = self.sanity(environment, task, checks, pool)
                 metrics.HARNESS_PHASE_SECONDS.labels(phase="test").observe(phases.sanity.seconds)
                 result.sanity_check = sanity_passed(phases.sanity)
                 if not result.sanity_check:

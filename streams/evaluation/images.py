@@ -510,6 +510,40 @@ def build_toolchain_images(
             client.close()
 
 
+@dataclass(frozen=True)
+class ListedImage:
+    """One image validation picks from: its toolchain and version, tag, and whether the
+    engine has it (and its size)."""
+
+    toolchain: str
+    version: str
+    tag: str
+    present: bool
+    megabytes: float = 0.0
+
+    def line(self) -> str:
+        state = f"{self.megabytes:7.0f} MB" if self.present else "  missing"
+        return f"{self.toolchain:<8} {self.version:<8} {self.tag:<32} {state}"
+
+
+def list_images(client: Any, configured: Mapping[str, Mapping[str, str]]) -> list[ListedImage]:
+    """The images of every toolchain's versions (``configured``: toolchain -> version -> tag,
+    as ``docker.<toolchain>_images`` give them), each as the engine has it or missing."""
+    import docker.errors
+
+    listed = []
+    for toolchain, versions in configured.items():
+        for version, tag in versions.items():
+            try:
+                image = client.images.get(tag)
+            except docker.errors.ImageNotFound:
+                listed.append(ListedImage(toolchain, version, tag, False))
+                continue
+            size = float(image.attrs.get("Size") or 0) / 1e6
+            listed.append(ListedImage(toolchain, version, tag, True, size))
+    return listed
+
+
 def ensure_base_image(base_image: str) -> str | None:
     """A problem that stops the demo (no Docker, no base image and no way to build it)."""
     import docker.errors

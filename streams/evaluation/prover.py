@@ -32,7 +32,14 @@ from schemas.tasks import TestStatus
 from streams.clients.git import RepoCache
 from streams.core import metrics
 from streams.core.settings import DockerSettings, ValidateSettings
-from streams.evaluation.grading import Evaluation, Run, Verdict, judge, recipe_problem
+from streams.evaluation.grading import (
+    Evaluation,
+    Run,
+    Verdict,
+    judge,
+    judge_three,
+    recipe_problem,
+)
 from streams.evaluation.log_parsers import (
     LogParser,
     check_command,
@@ -59,7 +66,7 @@ from streams.evaluation.reasons import (
     tail,
 )
 from streams.evaluation.recipes.languages import language_named, runner_owner
-from streams.evaluation.recipes.model import InstallRecipe
+from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 from streams.evaluation.sandbox import Limits, Sandbox
 
 log = logging.getLogger("swe_stream.validator")
@@ -127,6 +134,9 @@ def why_no_fail_to_pass(
         return ValidationFailed(TIMED_OUT, f"{shown}; every run timed out\n{output}")
     after = set(verdict.after.values())
     if not verdict.after:
+        broken = compile_failures(recipe, last.output)
+        if broken:
+            return ValidationFailed(TESTS_DID_NOT_RUN, f"{broken} ({ended})\n{output}")
         reason = TESTS_DID_NOT_RUN
         if any("submodule" in note for note in recipe.notes):
             reason = SUBMODULE_MISSING
@@ -137,9 +147,24 @@ def why_no_fail_to_pass(
     if after == {"skipped"}:
         steps = f"; pre-test steps: {list(recipe.pre_test_commands)}"
         return ValidationFailed(TESTS_SKIPPED, f"{shown}{steps}\n{output}")
+    broken = compile_failures(recipe, last.output)
+    if broken:
+        shown = f"{broken}\n{shown}"
     if "passed" not in after:
         return ValidationFailed(TESTS_FAIL_AFTER_FIX, f"{shown} ({ended})\n{output}")
     return ValidationFailed(NO_FAIL_TO_PASS, shown, tests_ran=len(verdict.after))
+
+
+def compile_failures(recipe: InstallRecipe, output: str) -> str:
+    """``compile failure: <package>: <first line the compiler said>`` for each package of a
+    run that did not build, as its language reads the run (empty: none did not)."""
+    language = language_named(recipe.language)
+    failures = language.compile_failures(recipe.test_runner, output) if language else {}
+    lines = []
+    for package, said in sorted(failures.items()):
+        first = next((line.strip() for line in said.splitlines() if line.strip()), "")
+        lines.append(f"compile failure: {package}: {first[:300]}")
+    return "\n".join(lines)
 
 
 def runnable_test_files(environment: Environment, files: list[str]) -> list[str]:
@@ -148,6 +173,18 @@ def runnable_test_files(environment: Environment, files: list[str]) -> list[str]
     test files importing it)."""
     language = language_named(environment.recipe.language)
     return language.tests_for(environment.tree, files) if language is not None else files
+
+
+def present(tree: TreeFiles, targets: list[str]) -> list[str]:
+    """The test ``targets`` (files, or a compiled language's package directories: ``./pkg``)
+    the base commit's tree has: a run before the test patch is given no other."""
+    names = tree.names
+    found = []
+    for target in targets:
+        path = target.removeprefix("./").rstrip("/")
+        if path in ("", ".") or tree.has(path) or any(n.startswith(path + "/") for n in names):
+            found.append(target)
+    return found
 
 
 def test_command(base: str, files: list[str]) -> str:
@@ -208,6 +245,12 @@ class Prover:
         ValidationFailed(recipe_rejected) saying what the run showed."""
         existing = [f for f in test_files if environment.tree.has(f)]
         files = runnable_test_files(environment, existing or test_files)
+        language = language_named(environment.recipe.language)
+        if not existing and language is not None and language.compiled:
+            # the packages of the new test files that the base has, run without the test
+            # patch (which may not compile without the fix)
+            existing = present(environment.tree, files)
+            files = existing or files
         command = test_command(environment.recipe.test_command, files)
         with environment.sandbox(self.limits, RUN_VARIABLES) as box:
             if not existing and test_patch.strip():
@@ -264,12 +307,30 @@ class Prover:
         ``validation.runs`` times after it."""
         test_files = runnable_test_files(environment, test_files)
         command = test_command(environment.recipe.test_command, test_files)
+        language = language_named(environment.recipe.language)
+        compiled = language is not None and language.compiled
+        at_base = present(environment.tree, test_files) if compiled else []
+        changed = language.tests_changed(environment.tree, test_patch) if language else []
         started = time.monotonic()
         with environment.sandbox(self.limits, RUN_VARIABLES) as box:
             box.put_files({f"{PATCH_DIR}/test.patch": test_patch, f"{PATCH_DIR}/fix.patch": fix})
+            runner = environment.recipe.test_runner
+            # a compiled language's third run: the base as it is, before the test patch (which
+            # may not compile without the fix), for what its packages' old tests did there
+            bases = (
+                [
+                    self.run_tests(
+                        box,
+                        test_command(environment.recipe.test_command, at_base),
+                        runner,
+                        files=at_base,
+                    )
+                ]
+                if compiled and at_base
+                else []
+            )
             if not self._apply(box, f"{PATCH_DIR}/test.patch"):
                 raise ValidationFailed(TEST_PATCH_FAILS)
-            runner = environment.recipe.test_runner
             befores = [
                 self.run_tests(box, command, runner, files=test_files) for _ in range(before_runs)
             ]
@@ -280,14 +341,21 @@ class Prover:
                 self.run_tests(box, command, runner, files=test_files)
                 for _ in range(self.settings.runs)
             ]
-        runs = [*befores, *afters]
-        verdict = judge(befores, afters)
+        runs = [*bases, *befores, *afters]
+        if compiled:
+            three = judge_three(bases, befores, afters, changed)
+            verdict = Verdict(three.test_only, three.fixed, three.flaky)
+            base_statuses: dict[str, TestStatus] | None = three.base
+        else:
+            verdict, base_statuses = judge(befores, afters), None
         report = ValidationReport(
             image=environment.instance.tag,
             runs=len(runs),
             duration_seconds=round(time.monotonic() - started, 3),
             before=verdict.before,
             after=verdict.after,
+            base=base_statuses,
+            changed_tests=changed if compiled else [],
             flaky=verdict.flaky,
             timed_out=sorted({r.hung_test for r in runs if r.hung_test}),
             test_seconds=round(sum(r.seconds for r in runs), 3),

@@ -153,10 +153,13 @@ class ImageProvisioner:
         instance_id: str,
         created_at: datetime | None = None,
         prefer_python: str | None = None,
+        changed_files: Sequence[str] = (),
     ) -> Environment:
         """Blocking: clone (or reuse) ``repo``, and build (or reuse) the images of the first
         recipe that installs."""
-        candidates = self.environments(repo, base_commit, instance_id, created_at, prefer_python)
+        candidates = self.environments(
+            repo, base_commit, instance_id, created_at, prefer_python, changed_files
+        )
         environment = next(candidates)
         candidates.close()
         return environment

@@ -337,10 +337,11 @@ class Validator:
         instance_id: str,
         created_at: datetime | None = None,
         prefer_python: str | None = None,
+        changed_files: Sequence[str] = (),
     ) -> Environment:
         """``ImageProvisioner.environment``: the first recipe's that installs."""
         return self.provisioner.environment(
-            repo, base_commit, instance_id, created_at, prefer_python
+            repo, base_commit, instance_id, created_at, prefer_python, changed_files
         )
 
     # -- the tests run and judged: ``Prover`` ------------------------------------------------
@@ -450,11 +451,13 @@ def task_environment(validator: Validator, task: TaskWorkspace) -> Environment:
     if isinstance(remote, str) and remote:
         validator.repos.use_remote(task.repo, remote)
     change = task_recipe_change(task.install_config)
+    # the files the task changes pick what a recipe installs (a module of a workspace)
+    changed = patch_paths(task.patch) + patch_paths(task.test_patch)
     if change is not None:
         tree = validator.tree(task.repo, task.base_commit)
         try:
             recipe = validator.recipe_with(
-                task.repo, task.base_commit, tree, created_at, change, "task"
+                task.repo, task.base_commit, tree, created_at, change, "task", changed
             )
         except ValidationFailed as failed:  # its Python is not built here, say
             log.info("%s: the task's recipe cannot be used (%s); inferring one", task.id, failed)
@@ -467,7 +470,19 @@ def task_environment(validator: Validator, task: TaskWorkspace) -> Environment:
         task.instance_id,
         created_at,
         python if isinstance(python, str) else None,
+        changed,
     )
+
+
+def patch_paths(patch: str) -> list[str]:
+    """The paths a patch changes, as its ``diff --git a/OLD b/NEW`` lines name them (both,
+    for a rename)."""
+    paths: dict[str, None] = {}
+    for line in patch.splitlines():
+        if line.startswith("diff --git a/") and " b/" in line:
+            old, new = line[len("diff --git a/") :].split(" b/", 1)
+            paths[old] = paths[new] = None
+    return list(paths)
 
 
 def validate_task_dirs(path: Path, validator: Validator) -> list[dict[str, Any]]:

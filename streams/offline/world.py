@@ -136,6 +136,40 @@ JS_FIX: dict[str, str | None] = {
         "    assert.strictEqual(fahrenheitToCelsius(212), 100);\n  });\n});\n"
     ),
 }
+# the Go twin: a module of the standard library alone (the demo downloads nothing), a table
+# test with subtests
+GO_BASE = {
+    "README.md": "# units\n\nConversions between units of measure.\n",
+    "go.mod": "module example.com/units\n\ngo 1.19\n",
+    "temperature.go": (
+        "// Package units converts between units of measure.\npackage units\n\n"
+        "// CelsiusToFahrenheit converts degrees Celsius to Fahrenheit.\n"
+        "func CelsiusToFahrenheit(c float64) float64 { return c*9/5 + 32 }\n\n"
+        "// FahrenheitToCelsius converts degrees Fahrenheit to Celsius.\n"
+        "func FahrenheitToCelsius(f float64) float64 { return f - 32*5/9 }\n"
+    ),
+    "temperature_test.go": (
+        'package units\n\nimport "testing"\n\n'
+        "func TestCelsiusToFahrenheit(t *testing.T) {\n"
+        "\tfor name, c := range map[string][2]float64{\n"
+        '\t\t"freezing point": {0, 32},\n\t\t"boiling point": {100, 212},\n\t} {\n'
+        "\t\tc := c\n\t\tt.Run(name, func(t *testing.T) {\n"
+        "\t\t\tif got := CelsiusToFahrenheit(c[0]); got != c[1] {\n"
+        '\t\t\t\tt.Errorf("CelsiusToFahrenheit(%v) = %v, want %v", c[0], got, c[1])\n'
+        "\t\t\t}\n\t\t})\n\t}\n}\n"
+    ),
+}
+GO_FIX: dict[str, str | None] = {
+    "temperature.go": GO_BASE["temperature.go"].replace(
+        "return f - 32*5/9", "return (f - 32) * 5 / 9"
+    ),
+    "temperature_test.go": GO_BASE["temperature_test.go"]
+    + (
+        "\nfunc TestFahrenheitToCelsius(t *testing.T) {\n"
+        "\tif got := FahrenheitToCelsius(212); got != 100 {\n"
+        '\t\tt.Errorf("FahrenheitToCelsius(212) = %v, want 100", got)\n\t}\n}\n'
+    ),
+}
 DEMO_PROJECTS: dict[str, DemoProject] = {
     "python": DemoProject("swe-stream-demo/units", "Python", PYTHON_BASE, PYTHON_FIX, TITLE, BODY),
     "javascript": DemoProject(
@@ -145,6 +179,14 @@ DEMO_PROJECTS: dict[str, DemoProject] = {
         JS_FIX,
         "Fix fahrenheitToCelsius operator precedence",
         BODY.replace("fahrenheit_to_celsius", "fahrenheitToCelsius"),
+    ),
+    "go": DemoProject(
+        "swe-stream-demo/units-go",
+        "Go",
+        GO_BASE,
+        GO_FIX,
+        "Fix FahrenheitToCelsius operator precedence",
+        BODY.replace("fahrenheit_to_celsius", "FahrenheitToCelsius"),
     ),
 }
 DEMO_REPO = DEMO_PROJECTS["python"].repo

@@ -115,14 +115,14 @@ def test_repository_rules_on_the_recorded_repository(decoded: dict[str, Any]) ->
 def test_languages_take_javascript_and_typescript(
     decoded: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The default keeps the languages validation can prove (the registered ones: Python,
-    JavaScript, TypeScript: tests/streams/evaluation/test_js_validate.py); the setting takes
-    the names GitHub gives, from YAML or a comma list."""
+    """The default keeps the languages validation can prove (the registered ones: Go, Python,
+    JavaScript, TypeScript: tests/streams/evaluation/test_js_validate.py, test_go_validate.py);
+    the setting takes the names GitHub gives, from YAML or a comma list."""
     from streams.core.settings import load_settings
 
     assert EnrichSettings().languages is None
     assert EnrichRules.from_settings(EnrichSettings()).languages == {
-        "python", "javascript", "typescript"
+        "go", "python", "javascript", "typescript"
     }  # fmt: skip
     monkeypatch.setenv("SWE_STREAM_ENRICH_LANGUAGES", "Python,TypeScript")
     assert load_settings().enrich.languages == ["Python", "TypeScript"]

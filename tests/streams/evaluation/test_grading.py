@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.tasks import TestStatus
+from schemas.tasks import TestStatus, ValidationReport
 from streams.evaluation.grading import (
     Evaluation,
     Run,
@@ -183,3 +183,29 @@ def test_three_runs_of_recorded_go_output() -> None:
     assert verdict.fail_to_pass == ["example.com/rec/broken/TestNew"]
     assert "example.com/rec/broken/TestOld" in verdict.pass_to_pass
     assert "example.com/rec/calc/TestSub" not in verdict.pass_to_pass + verdict.fail_to_pass
+
+
+@pytest.mark.unit
+def test_three_runs_a_test_the_patch_changes_in_a_package_that_does_not_compile() -> None:
+    """TestOld's body is changed by the test patch (it now calls what the fix adds): it passed
+    at the base in its old body, which says nothing of the new one; missing with the test patch
+    alone, it is FAIL_TO_PASS with its subtests. TestKept, untouched, stays PASS_TO_PASS; and
+    the report of the runs says the same."""
+    base: dict[str, TestStatus] = {
+        "p/TestOld": "passed",
+        "p/TestOld/a": "passed",
+        "p/TestKept": "passed",
+    }
+    fixed: dict[str, TestStatus] = {**base}
+    verdict = judge_three(
+        [Run(base, 1.0, False)], [Run({}, 1.0, False)], [Run(fixed, 1.0, False)], ["p/TestOld"]
+    )
+    assert verdict.fail_to_pass == ["p/TestOld", "p/TestOld/a"]
+    assert verdict.pass_to_pass == ["p/TestKept"]
+    report = ValidationReport(
+        image="i", runs=3, duration_seconds=1, before={}, after=fixed, base=base,
+        changed_tests=["p/TestOld"],
+    )  # fmt: skip
+    assert (report.fail_to_pass(), report.pass_to_pass()) == (
+        verdict.fail_to_pass, verdict.pass_to_pass,
+    )  # fmt: skip

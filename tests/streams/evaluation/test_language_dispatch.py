@@ -43,7 +43,11 @@ def package(scripts: dict[str, str], **fields: Any) -> str:
         ({"package.json": package({"test": "jest"})}, "JavaScript"),
         # a Python project with a front end is tested with pytest
         ({"pyproject.toml": "", "package.json": package({"test": "jest"})}, "Python"),
+        # a Go file without a go.mod is no module go builds
         ({"README.md": "", "main.go": ""}, None),
+        # a Go module with a Python script and a docs site's package.json is tested with go
+        ({"go.mod": "module m\n", "main.go": "", "gen.py": "", "package.json": "{}"}, "Go"),
+        ({"README.md": "", "gen.rs": ""}, None),
     ],
 )
 def test_the_first_language_whose_detector_accepts_the_tree(
@@ -51,7 +55,7 @@ def test_the_first_language_whose_detector_accepts_the_tree(
 ) -> None:
     found = language_of(tree(files))
     assert (found.name if found else None) == language
-    assert [lang.name for lang in languages()][:2] == ["Python", "JavaScript"]
+    assert [lang.name for lang in languages()][:3] == ["Go", "Python", "JavaScript"]
 
 
 def test_infer_recipes_dispatches_to_the_javascript_chain() -> None:

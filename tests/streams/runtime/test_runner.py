@@ -211,6 +211,31 @@ def test_a_javascript_demo_runs_offline(tmp_path: Path, base_image: str) -> None
     assert again.stdout.splitlines()[-1].startswith(f"demo: done: task {TASK}")
 
 
+def grade_one_by_one(
+    env: dict[str, str], task_dir: Path, workspace: dict[str, Any], checks: list[str], out: Path
+) -> None:
+    """``harness --predictions --isolate-tests`` on the task: the gold patch resolved, its
+    sanity run (F2P fail, P2P pass) and graded run made of ``checks``, each passing; an empty
+    patch unresolved."""
+    for model, patch in (("gold", workspace["patch"]), ("empty", "")):
+        predictions = out / f"{model}.jsonl"
+        row = {"instance_id": workspace["instance_id"], "model_name_or_path": model,
+               "model_patch": patch}  # fmt: skip
+        predictions.write_text(json.dumps(row) + "\n")
+        graded = swe_stream(
+            env, "harness", "-i", str(task_dir), "--predictions", str(predictions),
+            "--isolate-tests", "-o", str(out / model), "--json",
+        )  # fmt: skip
+        (result,) = json.loads(graded.stdout)["results"]
+        expected = "resolved" if patch else "unresolved"
+        assert result["status"] == expected, graded.stdout[-3000:] + graded.stderr[-3000:]
+        if patch:
+            assert result["sanity_check"] is True
+            ran = [c["command"] for c in result["fail_to_pass"] + result["pass_to_pass"]]
+            assert ran == checks
+            assert all(c["passed"] for c in result["fail_to_pass"] + result["pass_to_pass"])
+
+
 def test_the_check_commands_of_a_javascript_task_grade_one_by_one(
     tmp_path: Path, fixtures_dir: Path, node_images: dict[str, str]
 ) -> None:
@@ -228,23 +253,57 @@ def test_the_check_commands_of_a_javascript_task_grade_one_by_one(
         # the file, the title selected, and the reporter's line of that title path passing
         assert all("' test/temperature.test.js | grep " in c for c in checks), checks
         assert all("--test-name-pattern=" in c for c in checks), checks
-        for model, patch in (("gold", workspace["patch"]), ("empty", "")):
-            predictions = tmp_path / f"{model}.jsonl"
-            row = {"instance_id": workspace["instance_id"], "model_name_or_path": model,
-                   "model_patch": patch}  # fmt: skip
-            predictions.write_text(json.dumps(row) + "\n")
-            graded = swe_stream(
-                env, "harness", "-i", str(task_dir), "--predictions", str(predictions),
-                "--isolate-tests", "-o", str(tmp_path / model), "--json",
-            )  # fmt: skip
-            (result,) = json.loads(graded.stdout)["results"]
-            expected = "resolved" if patch else "unresolved"
-            assert result["status"] == expected, graded.stdout[-3000:] + graded.stderr[-3000:]
-            if patch:  # the sanity run (F2P fail, P2P pass) and the graded one, check by check
-                assert result["sanity_check"] is True
-                ran = [c["command"] for c in result["fail_to_pass"] + result["pass_to_pass"]]
-                assert ran == checks
-                assert all(c["passed"] for c in result["fail_to_pass"] + result["pass_to_pass"])
+        grade_one_by_one(env, task_dir, workspace, checks, tmp_path)
+
+
+GO_UNITS = "example.com/units"
+
+
+def test_a_go_demo_runs_offline(tmp_path: Path, base_image: str) -> None:
+    """``demo --language go``: a module of the standard library alone, go test -json, three
+    runs; the task re-validated (gold resolves, empty does not) and the harness's two agents."""
+    env = {k: v for k, v in worker_env().items() if k != "OPENROUTER_API_KEY"}
+    env["SWE_STREAM_WORKER_METRICS_PORT"] = "0"
+    done = swe_stream(env, "demo", "--language", "go", "--workdir", str(tmp_path / "d"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    task = "swe-stream-demo-units-go-1"
+    assert f"  {task}: valid; gold patch resolves: True, empty patch resolves: False" in (
+        done.stdout
+    )
+    assert "demo: harness: gold-patch agent resolved, do-nothing agent unresolved" in done.stdout
+    workspace = yaml.safe_load((tmp_path / "d" / "tasks" / task / "workspace.yaml").read_text())
+    assert workspace["language"] == "Go"
+    assert workspace["install_config"]["test_runner"] == "go-test"
+    assert workspace["FAIL_TO_PASS"] == [f"{GO_UNITS}/TestFahrenheitToCelsius"]
+    assert workspace["PASS_TO_PASS"] == [
+        f"{GO_UNITS}/TestCelsiusToFahrenheit",
+        f"{GO_UNITS}/TestCelsiusToFahrenheit/boiling_point",
+        f"{GO_UNITS}/TestCelsiusToFahrenheit/freezing_point",
+    ]
+
+
+def test_the_check_commands_of_a_go_task_grade_one_by_one(
+    tmp_path: Path, fixtures_dir: Path, go_images: dict[str, str]
+) -> None:
+    """A Go task's check commands (checks.txt: ``go test -run '^T$/^sub$' <package>``), each
+    run alone (``harness --isolate-tests``) and read by the same parser: the gold patch
+    resolves, an empty one does not."""
+    hour = fixtures_dir / "gharchive" / "2015-01-01-0.json.gz"
+    with offline_world(tmp_path / "world", hour, language="go") as world:
+        out, env = tmp_path / "out", env_for(world, tmp_path / "data")
+        assert "tasks exported: 1" in mine_once(world, env, out)
+        (task_dir,) = [p for p in out.iterdir() if (p / "workspace.yaml").is_file()]
+        workspace = yaml.safe_load((task_dir / "workspace.yaml").read_text())
+        checks = (task_dir / "checks.txt").read_text().splitlines()
+        assert checks == [
+            "go test -count=1 -json -vet=off '-run=^TestFahrenheitToCelsius$' " + GO_UNITS,
+            "go test -count=1 -json -vet=off '-run=^TestCelsiusToFahrenheit$' " + GO_UNITS,
+            "go test -count=1 -json -vet=off '-run=^TestCelsiusToFahrenheit$/^boiling_point$' "
+            + GO_UNITS,
+            "go test -count=1 -json -vet=off '-run=^TestCelsiusToFahrenheit$/^freezing_point$' "
+            + GO_UNITS,
+        ]
+        grade_one_by_one(env, task_dir, workspace, checks, tmp_path)
 
 
 def test_run_follows_new_hours_and_stops_cleanly_on_sigterm(

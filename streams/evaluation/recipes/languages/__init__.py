@@ -136,6 +136,10 @@ class Language:
     # whether an override's ``pre_test`` steps are builds the tests load, run again after a
     # patch to the sources (``rebuild_commands``), as inference's are
     pre_test_rebuilds: bool = False
+    # a compiled language: a test patch may not compile without the fix, which takes a whole
+    # package's tests out of the run; validated with three runs (the base as it is, with the
+    # test patch, with both patches: ``grading.judge_three``) instead of two
+    compiled: bool = False
 
     # -------------------------------------------------------------- detection and inference
     def detect(self, tree: TreeFiles) -> bool:
@@ -202,6 +206,16 @@ class Language:
         """A run's statuses with the ids its runner printed without their file completed
         from the run's ``files``."""
         return statuses
+
+    def tests_changed(self, tree: TreeFiles, test_patch: str) -> list[str]:
+        """The ids (or id prefixes: a test and its subtests) of the tests ``test_patch`` adds
+        or changes, for a compiled language's three runs (none by default)."""
+        return []
+
+    def compile_failures(self, runner: str, output: str) -> dict[str, str]:
+        """The packages (or modules) of a run of ``runner`` that did not compile, each with
+        what the compiler said (a compiled language's; none by default)."""
+        return {}
 
     # ------------------------------------------------------------------------ test ids
     def test_id_shape(self, runner: str) -> str:

@@ -1,3 +1,7 @@
-"""Go: ``go test -json`` read into per-test statuses (``runners.gotest``). The language itself
-(detection, go.mod, toolchain images, recipes) is not registered yet: this folder has no
-``LANGUAGE``, so the registry passes it by."""
+"""Go: detection, go.mod and go.work (``gomod``), Debian's golang per suite and fetched
+toolchains (``toolchain``), recipes per module (``recipe``), ``go test -json`` read into
+per-test statuses (``runners.gotest``), validated with three runs (a compiled language)."""
+
+from streams.evaluation.recipes.languages.go.language import Go
+
+LANGUAGE = Go()
