@@ -72,9 +72,9 @@ class ValidationReport(SubRecord):
 
     changed_tests: list[str] = Field(
         default_factory=list,
-        description="With three runs: the tests the test patch adds or changes (a test and "
-        "its subtests each), which cannot have passed before the fix when its package did not "
-        "compile with the test patch alone.",
+        description="With three runs: the test functions the test patch adds or changes, "
+        "which cannot have passed before the fix when their package did not compile with the "
+        "test patch alone (their old subtests are judged by the base run).",
     )
 
     def fail_to_pass(self) -> list[str]:
@@ -116,13 +116,13 @@ def fails_without_fix(
 ) -> bool:
     """Whether ``test`` fails without the fix, as three runs show it: failed or errored with
     the test patch alone; or missing there (its package did not compile) and not passing at
-    the base, or changed by the test patch (``changed``: ids, each with its subtests; its new
-    body never ran before the fix). An old test of the package that passed at the base says
-    nothing of the fix."""
+    the base, or a test function the test patch changed (``changed``: its new body never ran
+    before the fix). An old test of the package that passed at the base says nothing of the
+    fix, and neither does an old subtest of a changed function (a table test's other cases,
+    whose entries the patch left as they were)."""
     status = test_only.get(test)
     if status is None:
-        touched = any(test == c or test.startswith(c + "/") for c in changed)
-        return touched or base.get(test) != "passed"
+        return test in changed or base.get(test) != "passed"
     return status in ("failed", "error")
 
 

@@ -189,8 +189,8 @@ def test_three_runs_of_recorded_go_output() -> None:
 def test_three_runs_a_test_the_patch_changes_in_a_package_that_does_not_compile() -> None:
     """TestOld's body is changed by the test patch (it now calls what the fix adds): it passed
     at the base in its old body, which says nothing of the new one; missing with the test patch
-    alone, it is FAIL_TO_PASS with its subtests. TestKept, untouched, stays PASS_TO_PASS; and
-    the report of the runs says the same."""
+    alone, it is FAIL_TO_PASS. Its old subtest ``a`` (a table's case the patch left as it was)
+    and TestKept, untouched, stay PASS_TO_PASS; and the report of the runs says the same."""
     base: dict[str, TestStatus] = {
         "p/TestOld": "passed",
         "p/TestOld/a": "passed",
@@ -200,8 +200,8 @@ def test_three_runs_a_test_the_patch_changes_in_a_package_that_does_not_compile(
     verdict = judge_three(
         [Run(base, 1.0, False)], [Run({}, 1.0, False)], [Run(fixed, 1.0, False)], ["p/TestOld"]
     )
-    assert verdict.fail_to_pass == ["p/TestOld", "p/TestOld/a"]
-    assert verdict.pass_to_pass == ["p/TestKept"]
+    assert verdict.fail_to_pass == ["p/TestOld"]
+    assert verdict.pass_to_pass == ["p/TestKept", "p/TestOld/a"]
     report = ValidationReport(
         image="i", runs=3, duration_seconds=1, before={}, after=fixed, base=base,
         changed_tests=["p/TestOld"],

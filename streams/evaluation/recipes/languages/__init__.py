@@ -208,8 +208,8 @@ class Language:
         return statuses
 
     def tests_changed(self, tree: TreeFiles, test_patch: str) -> list[str]:
-        """The ids (or id prefixes: a test and its subtests) of the tests ``test_patch`` adds
-        or changes, for a compiled language's three runs (none by default)."""
+        """The ids of the test functions ``test_patch`` adds or changes, for a compiled
+        language's three runs (none by default)."""
         return []
 
     def compile_failures(self, runner: str, output: str) -> dict[str, str]:
