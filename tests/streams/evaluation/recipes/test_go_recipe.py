@@ -248,3 +248,40 @@ def test_the_tests_a_patch_changes_are_read_off_its_hunks(tmp_path: Path) -> Non
         "example.com/m/TestChanged",
         "example.com/m/TestAdded",
     ]  # the helper of tools/ is no test
+
+
+WORKFLOW = """on: [push]
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: go test -race ./...
+      - run: |
+          go vet ./...
+          go test -tags binary_log -race ./...
+"""
+
+
+def test_build_tags_as_the_repositorys_ci_tests_with_them(tmp_path: Path) -> None:
+    """CI tests twice, the second run with ``-tags binary_log``: a PR changing a file only that
+    run builds (``//go:build binary_log``) is tested with the tag; another PR without it; a CI
+    whose every run passes ``-tags=integration`` always with it."""
+    files = {
+        "go.mod": go_mod("example.com/log"),
+        "json.go": "//go:build !binary_log\n\npackage log\n",
+        "cbor.go": "// Package log.\n\n//go:build binary_log\n\npackage log\n",
+        ".github/workflows/test.yml": WORKFLOW,
+    }
+    tree = tree_of(tmp_path / "a", files)
+
+    def tested_with(changed: list[str], tree: TreeFiles = tree) -> str:
+        recipe = infer_recipes(tree, repo="o/l", images={"go": GO_IMAGES}, changed_files=changed)
+        return recipe[0][0].test_command
+
+    assert tested_with(["cbor.go"]).endswith(" -tags=binary_log")
+    assert tested_with(["json.go"]) == "go test -count=1 -json -vet=off"
+    always = {**files, ".github/workflows/test.yml": WORKFLOW.replace(
+        "go test -race ./...", "go test -tags=integration ./...").replace(
+        "-tags binary_log", "-tags 'integration binary_log'")}  # fmt: skip
+    assert tested_with(["json.go"], tree_of(tmp_path / "b", always)).endswith(" -tags=integration")

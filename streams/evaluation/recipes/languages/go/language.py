@@ -25,6 +25,7 @@ from streams.evaluation.recipes.languages.go.recipe import (
     tested_modules,
 )
 from streams.evaluation.recipes.languages.go.runners import gotest
+from streams.evaluation.recipes.languages.go.tags import build_tags
 from streams.evaluation.recipes.languages.go.toolchain import GO_IMAGES
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 
@@ -101,7 +102,8 @@ class Go(Language):
         self, tree: TreeFiles, facts: Any, version: str | None, inputs: Inputs
     ) -> InstallRecipe:
         images = inputs.images_of(self.toolchain)
-        return go_recipe(facts, version, images, inputs.changed_files)
+        tags = build_tags(tree, inputs.changed_files)
+        return go_recipe(facts, version, images, inputs.changed_files, tags)
 
     def infer(self, tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any]:
         from streams.evaluation.recipes.overrides import apply_override

@@ -234,8 +234,9 @@ def go_recipe(
     version: str | None,
     images: Mapping[str, str],
     changed_files: Sequence[str],
+    tags: Sequence[str] = (),
 ) -> InstallRecipe:
-    """The recipe of ``facts`` on the image of go ``version``."""
+    """The recipe of ``facts`` on the image of go ``version``, testing with build ``tags``."""
     modules = tested_modules(facts, changed_files)
     files: dict[str, bytes] = {}
     for directory in modules:
@@ -258,10 +259,12 @@ def go_recipe(
         sources.append(f"go:{version}")
     if facts.work is not None:
         sources.append("go.work")
+    if tags:
+        sources.append(f"tags:{','.join(tags)}")
     several = len(modules) > 1 and not (
         facts.work is not None and set(modules) <= set(facts.workspace_modules)
     )
-    options = " ".join(TEST_OPTIONS)
+    options = " ".join([*TEST_OPTIONS, *([f"-tags={','.join(tags)}"] if tags else [])])
     if several:
         files[RUNNER_SCRIPT] = runner_program()
         test_command = f"python3 {ENV_DIR}/{RUNNER_SCRIPT} {options}"
@@ -272,7 +275,8 @@ def go_recipe(
     # patch changed (a run of a go without precompiled std would compile it every time)
     listing = [
         f"(cd {shlex.quote(d)} && go list -e -deps -test ./... > /dev/null && "
-        f"(go test {WARM_OPTIONS} ./... > /dev/null 2>&1 || true))"
+        f"(go test {WARM_OPTIONS}{' -tags=' + ','.join(tags) if tags else ''} ./... "
+        "> /dev/null 2>&1 || true))"
         for d in modules
     ]
     return InstallRecipe(
