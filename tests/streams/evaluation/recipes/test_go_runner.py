@@ -162,3 +162,14 @@ def test_the_prs_test_files_and_test_data_name_their_packages() -> None:
     files = ["calc/calc_test.go", "calc/testdata/in/x.txt", "main_test.go", "cmd/a/a.go",
              "cmd/a/a_test.go", "calc/extra_test.go"]  # fmt: skip
     assert packages_of(files) == ["./calc", ".", "./cmd/a"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_parallel_tests_paused_when_a_test_panics_have_no_status(version: str) -> None:
+    """``parallelpanic``: two parallel tests wait at t.Parallel() while a sequential test
+    panics; the binary ends before they run. They are missing (the panic says nothing of
+    them: a run with the fix may show them passing, which is PASS_TO_PASS where they passed at
+    the base), not failed."""
+    statuses = parse_go_test_json(recorded(f"{version}-parallel.jsonl"))
+    package = "example.com/rec/parallelpanic"
+    assert statuses == {f"{package}/TestFirst": "passed", f"{package}/TestPanics": "failed"}

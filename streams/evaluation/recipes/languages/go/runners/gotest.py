@@ -15,7 +15,8 @@ What the events say beyond the tests:
   failed. ``build_failures`` gives each such package and what the compiler said, for the cause
   of a rejection;
 * a package that ends (``fail``) while some of its tests are running (go's own ``-timeout``
-  panics the test binary, or a test panicked in another goroutine): those tests failed;
+  panics the test binary, or a test panicked in another goroutine): those tests failed, but
+  the parallel ones still paused, which never ran (they have no status);
 * a run killed from outside ends without any of that: ``running_when_killed`` is the test
   started last and not ended (a parallel test paused is not running).
 
@@ -130,9 +131,12 @@ def _package_event(run: _Run, event: dict[str, Any], package: str) -> None:
         run.failed_builds[package] = failed_build
     elif _BUILD_FAILED.search(said):
         run.failed_builds[package] = package
-    # the package's binary ended with tests still in it: go's -timeout, or a panic elsewhere
+    # the package's binary ended with tests still in it (go's -timeout, or a panic elsewhere):
+    # the ones running failed; a parallel test still paused at t.Parallel() never ran its body,
+    # and has no status (a panic in one test says nothing of the tests waiting beside it)
     for key in [k for k, p in run.running.items() if p == package]:
-        run.statuses[key] = "failed"
+        if key not in run.paused:
+            run.statuses[key] = "failed"
         del run.running[key]
         run.paused.discard(key)
 
