@@ -136,7 +136,7 @@ class Go(Language):
         return gotest.packages_of(files) or files
 
     def tests_changed(self, tree: TreeFiles, test_patch: str) -> list[str]:
-        facts = read_go_facts(tree)
+        facts = read_go_facts(tree, cgo=False)  # the modules' paths alone
         return changed_tests(facts, test_patch) if facts is not None else []
 
     def compile_failures(self, runner: str, output: str) -> dict[str, str]:

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 
+from streams.evaluation.recipes.languages import version_key
 from streams.evaluation.recipes.languages.go.gomod import (
     GoModule,
     GoWork,
@@ -84,9 +85,10 @@ def is_go_tree(tree: TreeFiles) -> bool:
     return tree.has("go.mod") or tree.has("go.work")
 
 
-def read_go_facts(tree: TreeFiles) -> GoFacts | None:
+def read_go_facts(tree: TreeFiles, cgo: bool = True) -> GoFacts | None:
     """The modules of ``tree`` (every go.mod go would build, vendored and test data ones
-    aside), its go.work, and whether it needs cgo; None when it is no Go tree."""
+    aside), its go.work, and whether it needs cgo (not searched without ``cgo``: a caller
+    after the modules alone reads no source file); None when it is no Go tree."""
     if not is_go_tree(tree):
         return None
     facts = GoFacts()
@@ -110,7 +112,7 @@ def read_go_facts(tree: TreeFiles) -> GoFacts | None:
         facts.work = read_go_work(work.decode("utf-8", "replace"))
         facts.work_text = work
         facts.problems += facts.work.problems
-    facts.cgo = _needs_cgo(tree)
+    facts.cgo = cgo and _needs_cgo(tree)
     return facts
 
 
@@ -169,8 +171,6 @@ def needed_go(facts: GoFacts, modules: Sequence[str]) -> tuple[str | None, str |
     if facts.work is not None:
         gos += [facts.work.go] if facts.work.go else []
         toolchains += [facts.work.toolchain] if facts.work.toolchain else []
-    from streams.evaluation.recipes.languages import version_key
-
     go = max(gos, key=version_key) if gos else None
     toolchain = (
         max(toolchains, key=lambda t: version_key(t.removeprefix("go"))) if toolchains else None
@@ -185,20 +185,13 @@ def go_versions(
     newer ones (none built: the base image, which has no go)."""
     if not images:
         return []
-    ordered = sorted(images, key=_minor_key)
+    ordered = sorted(images, key=version_key)
     go, toolchain = needed_go(facts, modules)
     plan = toolchain_plan(go, toolchain, {v: PATCH_OF.get(v, v) for v in ordered})
     if plan is None:
         return []
     at = ordered.index(plan.suite)
     return list(ordered[at:])
-
-
-def _minor_key(version: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in version.split("."))
-    except ValueError:
-        return (1 << 30,)
 
 
 def toolchain_to_fetch(facts: GoFacts, version: str, modules: Sequence[str]) -> str | None:

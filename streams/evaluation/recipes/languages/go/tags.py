@@ -1,6 +1,6 @@
 """Build tags as the repository tests with them: the ``-tags`` of its CI's ``go test`` runs.
 
-A repository may test twice, once with a tag (zerolog: ``go test ./...`` and ``go test -tags
+A repository may test twice, once with a tag (``go test ./...`` and ``go test -tags
 binary_log ./...``): files constrained by ``//go:build binary_log`` are built only in the
 second run. A recipe takes the tags of a CI run that names a tag a changed file's
 ``//go:build`` line names (the PR changes code only that run builds); else the tags every
