@@ -26,9 +26,9 @@ from typing import Protocol
 from pydantic import BaseModel, Field, model_validator
 
 from agents.backends import HEURISTIC, choose_backend
-from agents.paths import file_kind
+from agents.paths import file_kind, inline_test_lines
 from agents.prompts import CLASSIFY_SYSTEM, CLASSIFY_USER, clip, render
-from schemas import ClassifiedPullRequest, EnrichedPullRequest
+from schemas import ChangedFile, ClassifiedPullRequest, EnrichedPullRequest
 from schemas.pull_requests import Difficulty
 from streams.clients.llm import LLMClient, Tool
 from streams.core.settings import ClassifySettings
@@ -98,8 +98,11 @@ def heuristic_difficulty(pr: EnrichedPullRequest) -> DifficultyVerdict:
     """Deterministic: the same PR always gets the same label, score and reasoning."""
     source = [f for f in pr.files if file_kind(f.filename) == "source"]
     tests = [f for f in pr.files if file_kind(f.filename) == "test"]
-    source_lines = sum(f.additions + f.deletions for f in source)
-    test_lines = sum(f.additions + f.deletions for f in tests)
+    # the lines of hunks touching tests inside source files (Rust's #[cfg(test)] modules)
+    # are test lines: such a PR is as well tested as one with a test file
+    inline = sum(min(f.additions + f.deletions, _inline(f)) for f in source)
+    source_lines = sum(f.additions + f.deletions for f in source) - inline
+    test_lines = sum(f.additions + f.deletions for f in tests) + inline
     lines = source_lines or pr.additions + pr.deletions
     directories = {posixpath.dirname(f.filename) for f in source} or {""}
     modules = {f.filename.split("/", 1)[0] if "/" in f.filename else "" for f in source} or {""}
@@ -117,6 +120,16 @@ def heuristic_difficulty(pr: EnrichedPullRequest) -> DifficultyVerdict:
         f"directories and {len(modules)} top-level modules; test/code line ratio {ratio:.2f}"
     )
     return DifficultyVerdict(classification=label, score=score, reasoning=reasoning)
+
+
+def _inline(file: ChangedFile) -> int:
+    """The changed lines of a file's patch touching tests inside it (``inline_test_lines``)."""
+    return inline_test_lines(file.filename, file.patch)
+
+
+def count_test_files(pr: EnrichedPullRequest) -> int:
+    """The PR's test files, counting a source file whose patch touches tests inside it."""
+    return sum(1 for f in pr.files if file_kind(f.filename) == "test" or _inline(f))
 
 
 class HeuristicClassifier:
@@ -147,7 +160,7 @@ def classify_messages(pr: EnrichedPullRequest) -> list[dict[str, str]]:
         additions=pr.additions,
         deletions=pr.deletions,
         source_files=kinds.count("source"),
-        test_files=kinds.count("test"),
+        test_files=count_test_files(pr),
         body=clip(pr.problem_statement or pr.body, 400),
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]

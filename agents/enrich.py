@@ -130,6 +130,9 @@ def check_repository(info: RepositoryInfo, rules: EnrichRules) -> str | None:
 
 
 def check_files(files: list[ChangedFile], rules: EnrichRules) -> str | None:
+    # By path only. A source file holding tests of its own (Rust's #[cfg(test)] modules in
+    # src/*.rs) is a source change here, so a PR changing only such files passes: extract
+    # splits their test hunks out (and rejects one whose hunks are all tests).
     kinds = {file_kind(f.filename) for f in files}
     if kinds == {"docs"}:
         return DOCS_ONLY

@@ -37,23 +37,35 @@ Docs: a directory ``doc``/``docs``/``documentation``; extensions ``.md .markdown
 their extension is code or config (``history.py`` is source, ``authors.json`` other). Some
 ``.txt`` files are configuration, not prose: ``CMakeLists.txt``, ``*requirements*.txt``,
 ``*constraints*.txt``, ``robots.txt`` are other.
+
+Tests inside source files: some languages keep tests in their source files too (Rust's
+``#[cfg(test)] mod tests``); their plugin gives the line ranges of those tests
+(``Language.test_line_ranges``). Such a file stays ``source`` here (a path says nothing about
+its lines); extract splits its hunks with the file's text, and ``inline_test_lines`` tells
+from a GitHub file patch alone whether a change touches such tests.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import PurePosixPath
 from typing import Literal
+
+from streams.evaluation.recipes.languages import Language, language_named
 
 __all__ = [
     "DOCS_DIRS",
     "DOCS_EXTENSIONS",
     "DOCS_NAMES",
+    "HUNK_HEADER",
     "LANGUAGES",
     "SOURCE_EXTENSIONS",
     "TEST_DIRS",
     "FileKind",
     "file_kind",
+    "inline_test_language",
+    "inline_test_lines",
     "is_docs_path",
     "is_source_path",
     "is_test_path",
@@ -294,3 +306,51 @@ def language_of(path: str) -> str | None:
     """
     _, _, _, ext = _parts(path)
     return LANGUAGES.get(ext)
+
+
+# A unified diff's hunk header: old start and count, new start and count (a count of 1 may be
+# left out), then the context git names (the line of the enclosing function or item).
+HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)", re.DOTALL)
+# The module Rust's unit tests live in by convention: a hunk changing a test inside it has
+# its ``#[cfg(test)]`` above the hunk, but git's context line names the module.
+_TEST_MODULE = ("mod", "tests")
+
+
+def inline_test_language(path: str) -> Language | None:
+    """The language plugin of source file ``path`` if its tests may live in source files,
+    else None (a test, docs or other file, or a language whose tests are test files only)."""
+    if file_kind(path) != "source":
+        return None
+    language = language_named(language_of(path))
+    if language is None or language.test_line_ranges(path, "") is None:
+        return None
+    return language
+
+
+def inline_test_lines(path: str, patch: str | None) -> int:
+    """How many changed lines of ``patch`` (a GitHub file patch: its hunks only) are in hunks
+    touching tests inside source file ``path``: their changed lines hold a test (``#[test]``,
+    ``#[cfg(test)] ...``, as its language reads them) or their context is the test module.
+    0 when there is no patch or ``path``'s tests live in test files only."""
+    language = inline_test_language(path) if patch else None
+    if language is None or not patch:
+        return 0
+    count = 0
+    for context, changed in _patch_hunks(patch):
+        words = context.replace("{", " ").split()
+        in_test_module = _TEST_MODULE in itertools.pairwise(words)
+        if in_test_module or language.test_line_ranges(path, "\n".join(changed)):
+            count += len(changed)
+    return count
+
+
+def _patch_hunks(patch: str) -> list[tuple[str, list[str]]]:
+    """(context, changed lines without their ``+``/``-``) of each hunk of a GitHub patch."""
+    hunks: list[tuple[str, list[str]]] = []
+    for line in patch.split("\n"):
+        header = HUNK_HEADER.match(line) if line.startswith("@@") else None
+        if header is not None:
+            hunks.append((header[5], []))
+        elif hunks and line[:1] in ("+", "-"):
+            hunks[-1][1].append(line[1:])
+    return hunks

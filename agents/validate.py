@@ -153,8 +153,8 @@ class ValidateStage:
                     if last is not None:  # what the recipe tried before showed, kept
                         failed.detail += f"\nearlier: {last.reason}: {last.detail[:600]}"
                     last = failed
-                    log.info("validate: %s#%d on python %s: %s", patches.repo, patches.number,
-                             environment.recipe.python, failed.reason)  # fmt: skip
+                    log.info("validate: %s#%d on %s: %s", patches.repo, patches.number,
+                             interpreter_of(environment.recipe), failed.reason)  # fmt: skip
                 finally:
                     await asyncio.to_thread(environment.release)
         finally:

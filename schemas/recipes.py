@@ -37,6 +37,7 @@ class RememberedRecipe(Record):
     python: str | None = Field(None, pattern=r"^3\.\d+$")
     node: str | None = Field(None, pattern=r"^\d+$", description="a JS/TS recipe's Node major")
     go: str | None = Field(None, pattern=r"^1\.\d+$", description="a Go recipe's go image")
+    rust: str | None = Field(None, pattern=r"^1\.\d+$", description="a Rust recipe's rustc image")
     system_packages: list[NonEmptyStr] | None = None
     env: list[NonEmptyStr] | None = None
     install: list[NonEmptyStr] | None = None

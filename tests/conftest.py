@@ -252,6 +252,12 @@ def go_images(docker_client: Any) -> dict[str, str]:
     return built_toolchain_images(docker_client, "go")
 
 
+@pytest.fixture(scope="session")
+def rust_images(docker_client: Any) -> dict[str, str]:
+    """Debian's rustc image of every suite."""
+    return built_toolchain_images(docker_client, "rust")
+
+
 # A real HTTP server on 127.0.0.1 serving the GH Archive fixture hours (with fault injection).
 from tests.fakes.gharchive_server import FakeGHArchive, gharchive_server  # noqa: E402, F401
 

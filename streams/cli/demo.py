@@ -53,7 +53,7 @@ def register(commands: Commands, parents: Parents) -> None:
         "--language",
         choices=sorted(DEMO_PROJECTS),
         default="python",
-        help="the language of the demo repository (default: python); javascript and go run "
+        help="the language of the demo repository (default: python); javascript, go and rust run "
         "in their toolchain's image (built if none is there)",
     )
     demo.set_defaults(handler=run_demo)

@@ -623,6 +623,26 @@ class RepoCache:
 
     def file_at(self, repo: str, commit: str, path: str) -> bytes | None:
         """The content of file ``path`` at ``commit``, or None if no file is there."""
+        found = self._blob(repo, commit, path)
+        if found is None:
+            return None
+        git_dir, blob = found
+        return self._run(["cat-file", "blob", blob], git_dir=git_dir).stdout
+
+    def text_at(self, repo: str, commit: str, path: str, max_bytes: int) -> str | None:
+        """The text of file ``path`` at ``commit`` (bytes that are not UTF-8 replaced, as in
+        ``diff``), or None if no file is there or it is over ``max_bytes``."""
+        found = self._blob(repo, commit, path)
+        if found is None:
+            return None
+        git_dir, blob = found
+        size = self._run(["cat-file", "-s", blob], git_dir=git_dir).stdout
+        if int(size.strip() or 0) > max_bytes:
+            return None
+        return _decode(self._run(["cat-file", "blob", blob], git_dir=git_dir).stdout)
+
+    def _blob(self, repo: str, commit: str, path: str) -> tuple[Path, str] | None:
+        """(the clone, the blob's sha) of file ``path`` at ``commit``; None: no file there."""
         sha = _check_sha(commit)
         _check_path(path)
         git_dir = self._require(repo, sha)
@@ -635,9 +655,7 @@ class RepoCache:
             if name.decode("utf-8", errors="surrogateescape") != path:
                 continue
             _mode, kind, blob = meta.decode("ascii").split(" ")
-            if kind != "blob":
-                return None
-            return self._run(["cat-file", "blob", blob], git_dir=git_dir).stdout
+            return (git_dir, blob) if kind == "blob" else None
         return None
 
 

@@ -332,6 +332,16 @@ class DockerSettings(Section):
         "`swe-stream images base --toolchains`); validation of Go picks one, and fetches a "
         "newer toolchain through the module proxy over the newest where the module asks for it",
     )
+    rust_images: dict[str, str] = Field(
+        default_factory=lambda: {
+            "1.63": "swe-stream/rust:bookworm",
+            "1.85": "swe-stream/rust:trixie",
+            "1.97": "swe-stream/rust:forky",
+        },
+        description="image per Rust (major.minor: Debian's Rust toolchain of each suite; built "
+        "by `swe-stream images base --toolchains`); validation of Rust picks one that meets the "
+        "crate's rust-version, edition and toolchain file",
+    )
     cache_level: Literal["none", "base", "env", "instance"] = Field(
         "env", description="image layers kept after a task (as SWE-bench's --cache_level)"
     )

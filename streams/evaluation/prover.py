@@ -356,6 +356,11 @@ class Prover:
             after=verdict.after,
             base=base_statuses,
             changed_tests=changed if compiled else [],
+            never_fail_to_pass=(
+                sorted(t for t in verdict.after if not language.may_fail_to_pass(t))
+                if compiled and language is not None
+                else []
+            ),
             flaky=verdict.flaky,
             timed_out=sorted({r.hung_test for r in runs if r.hung_test}),
             test_seconds=round(sum(r.seconds for r in runs), 3),

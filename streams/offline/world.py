@@ -170,6 +170,47 @@ GO_FIX: dict[str, str | None] = {
         '\t\tt.Errorf("FahrenheitToCelsius(212) = %v, want 100", got)\n\t}\n}\n'
     ),
 }
+# the Rust twin: a crate of the standard library alone (no crate to fetch), a doc test, unit
+# tests in src/ and an integration test
+RUST_BASE = {
+    "README.md": "# units\n\nConversions between units of measure.\n",
+    "Cargo.toml": (
+        '[package]\nname = "units"\nversion = "0.1.0"\nedition = "2021"\nrust-version = "1.60"\n'
+    ),
+    "src/lib.rs": (
+        "//! Conversions between units of measure.\n\n"
+        "/// Converts degrees Celsius to Fahrenheit.\n///\n/// ```\n"
+        "/// assert_eq!(units::celsius_to_fahrenheit(100.0), 212.0);\n/// ```\n"
+        "pub fn celsius_to_fahrenheit(c: f64) -> f64 {\n    c * 9.0 / 5.0 + 32.0\n}\n\n"
+        "/// Converts degrees Fahrenheit to Celsius.\n"
+        "pub fn fahrenheit_to_celsius(f: f64) -> f64 {\n    f - 32.0 * 5.0 / 9.0\n}\n\n"
+        "#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n"
+        "    fn freezing_point() {\n        assert_eq!(celsius_to_fahrenheit(0.0), 32.0);\n"
+        "    }\n}\n"
+    ),
+    "tests/temperature.rs": (
+        "use units::celsius_to_fahrenheit;\n\n#[test]\nfn boiling_point() {\n"
+        "    assert_eq!(celsius_to_fahrenheit(100.0), 212.0);\n}\n"
+    ),
+}
+RUST_FIX: dict[str, str | None] = {
+    # the fix, and a unit test in the same file (extract splits the two by hunk)
+    "src/lib.rs": RUST_BASE["src/lib.rs"]
+    .replace("f - 32.0 * 5.0 / 9.0", "(f - 32.0) * 5.0 / 9.0")
+    .replace(
+        "32.0);\n    }\n}\n",
+        "32.0);\n    }\n\n    #[test]\n    fn fahrenheit_freezing_point() {\n"
+        "        assert_eq!(fahrenheit_to_celsius(32.0), 0.0);\n    }\n}\n",
+    ),
+    "tests/temperature.rs": RUST_BASE["tests/temperature.rs"].replace(
+        "use units::celsius_to_fahrenheit;",
+        "use units::{celsius_to_fahrenheit, fahrenheit_to_celsius};",
+    )
+    + (
+        "\n#[test]\nfn fahrenheit_boiling_point() {\n"
+        "    assert_eq!(fahrenheit_to_celsius(212.0), 100.0);\n}\n"
+    ),
+}
 DEMO_PROJECTS: dict[str, DemoProject] = {
     "python": DemoProject("swe-stream-demo/units", "Python", PYTHON_BASE, PYTHON_FIX, TITLE, BODY),
     "javascript": DemoProject(
@@ -187,6 +228,14 @@ DEMO_PROJECTS: dict[str, DemoProject] = {
         GO_FIX,
         "Fix FahrenheitToCelsius operator precedence",
         BODY.replace("fahrenheit_to_celsius", "FahrenheitToCelsius"),
+    ),
+    "rust": DemoProject(
+        "swe-stream-demo/units-rs",
+        "Rust",
+        RUST_BASE,
+        RUST_FIX,
+        "Fix fahrenheit_to_celsius operator precedence",
+        BODY,
     ),
 }
 DEMO_REPO = DEMO_PROJECTS["python"].repo

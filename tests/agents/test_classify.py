@@ -19,13 +19,16 @@ from agents.classify import (
     HeuristicClassifier,
     LLMClassifier,
     band_score,
+    classify_messages,
     classify_stage,
+    count_test_files,
     heuristic_difficulty,
     make_classifier,
 )
 from agents.enrich import Enricher, EnrichRules, RepositoryCache
 from agents.prefilter import PrefilterRules, prefilter_event
 from schemas import (
+    ChangedFile,
     ClassifiedPullRequest,
     DeadLetter,
     EnrichedPullRequest,
@@ -91,6 +94,26 @@ def test_heuristic_on_the_recorded_pr(enriched_235: EnrichedPullRequest) -> None
     assert verdict.classification == "easy"  # 18 lines: one attribute and its test
     assert "1 source files" in verdict.reasoning and "test/code line ratio" in verdict.reasoning
     assert heuristic_difficulty(enriched_235.model_copy()) == verdict
+
+
+@pytest.mark.unit
+def test_tests_inside_rust_source_files_count_as_tests(
+    enriched_235: EnrichedPullRequest,
+) -> None:
+    fix = "@@ -3,7 +3,7 @@ pub fn add(a: i32, b: i32) -> i32 {\n     x;\n-    a - b\n+    a + b\n"
+    test = "@@ -40,3 +40,7 @@ mod tests {\n     }\n+    #[test]\n+    fn adds() {\n+    }\n+\n"
+    lib = ChangedFile(
+        filename="src/lib.rs", status="modified", additions=5, deletions=1, changes=6,
+        patch=fix + test,
+    )  # fmt: skip
+    plain = lib.model_copy(update={"patch": fix})
+    rust_info = enriched_235.repo_info.model_copy(update={"language": "Rust"})
+    pr = enriched_235.model_copy(update={"files": [lib], "repo_info": rust_info})
+    untested = pr.model_copy(update={"files": [plain]})
+    assert count_test_files(pr) == 1 and count_test_files(untested) == 0
+    assert "test/code line ratio 2.00" in heuristic_difficulty(pr).reasoning  # 4 test, 2 code
+    assert "test/code line ratio 0.00" in heuristic_difficulty(untested).reasoning
+    assert "test files: 1" in classify_messages(pr)[1]["content"]
 
 
 @pytest.mark.integration

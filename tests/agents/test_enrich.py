@@ -115,14 +115,15 @@ def test_repository_rules_on_the_recorded_repository(decoded: dict[str, Any]) ->
 def test_languages_take_javascript_and_typescript(
     decoded: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The default keeps the languages validation can prove (the registered ones: Go, Python,
-    JavaScript, TypeScript: tests/streams/evaluation/test_js_validate.py, test_go_validate.py);
+    """The default keeps the languages validation can prove (the registered ones: Go, Rust,
+    Python, JavaScript, TypeScript: tests/streams/evaluation/test_js_validate.py,
+    test_go_validate.py, test_rust_validate.py);
     the setting takes the names GitHub gives, from YAML or a comma list."""
     from streams.core.settings import load_settings
 
     assert EnrichSettings().languages is None
     assert EnrichRules.from_settings(EnrichSettings()).languages == {
-        "go", "python", "javascript", "typescript"
+        "go", "rust", "python", "javascript", "typescript"
     }  # fmt: skip
     monkeypatch.setenv("SWE_STREAM_ENRICH_LANGUAGES", "Python,TypeScript")
     assert load_settings().enrich.languages == ["Python", "TypeScript"]
@@ -155,6 +156,8 @@ def test_file_rules_need_a_non_test_source_change(decoded: dict[str, Any]) -> No
     config = changed_files([{"filename": "setup.cfg"}, {"filename": "tests/test_x.py"}])
     assert check_files(config, rules) == NO_SOURCE_CHANGE
     assert check_files(config, EnrichRules(require_source_change=False)) is None
+    # Rust's tests live in the source files too: a PR changing only src/*.rs is kept
+    assert check_files(changed_files([{"filename": "src/lib.rs"}]), rules) is None
 
 
 @pytest.mark.unit

@@ -16,6 +16,8 @@ from agents.paths import (
     SOURCE_EXTENSIONS,
     TEST_DIRS,
     file_kind,
+    inline_test_language,
+    inline_test_lines,
     is_docs_path,
     is_source_path,
     is_test_path,
@@ -395,3 +397,32 @@ def test_not_a_file_path(path: str) -> None:
         file_kind(path)
     with pytest.raises(ValueError, match="not a file path"):
         language_of(path)
+
+
+# GitHub file patches (hunks only) of src/lib.rs
+FIX_HUNK = (
+    "@@ -3,7 +3,7 @@ pub fn add(a: i32, b: i32) -> i32 {\n"
+    "     let x = 1;\n-    a - b\n+    a + b\n }\n"
+)
+IN_TEST_MODULE = (
+    "@@ -40,6 +40,7 @@ mod tests {\n"
+    "     fn adds() {\n-        assert!(f());\n+        assert!(g());\n     }\n"
+)
+NEW_TEST = (
+    "@@ -60,3 +60,8 @@ fn last() {\n"
+    " }\n+\n+#[cfg(test)]\n+mod more {\n+    #[test]\n+    fn t() {}\n+}\n"
+)
+TEST_IN_A_STRING = '@@ -1,2 +1,3 @@\n fn a() {\n+    let s = "#[test] fn x() {}";\n }\n'
+
+
+def test_inline_test_lines_of_a_github_patch() -> None:
+    assert inline_test_language("src/lib.rs") is not None
+    # a test file's tests are its path's; Python keeps its tests in test files
+    assert inline_test_language("tests/it.rs") is None and inline_test_language("a.py") is None
+    assert inline_test_lines("src/lib.rs", FIX_HUNK) == 0
+    assert inline_test_lines("src/lib.rs", IN_TEST_MODULE) == 2  # git's context names it
+    assert inline_test_lines("src/lib.rs", NEW_TEST) == 6
+    assert inline_test_lines("src/lib.rs", FIX_HUNK + IN_TEST_MODULE + NEW_TEST) == 8
+    assert inline_test_lines("src/lib.rs", TEST_IN_A_STRING) == 0
+    assert inline_test_lines("src/lib.rs", None) == 0
+    assert inline_test_lines("src/lib.py", NEW_TEST) == 0

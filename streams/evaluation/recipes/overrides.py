@@ -8,6 +8,7 @@ A YAML file (``validation.overrides_file``)::
         python: "3.11"                 # the only Python tried (a Python repository)
         node: "20"                     # the only Node major tried (JavaScript / TypeScript)
         go: "1.24"                     # the only go image tried (Go)
+        rust: "1.85"                   # the only rustc image tried (Rust)
         system_packages: [gettext]     # Debian packages of the env image
         env: ["uv pip install -r requirements/tests.txt"]   # env image commands
         install: ["uv pip install -e ."]                   # instance image, in /testbed
@@ -52,6 +53,7 @@ class RepositoryOverride(BaseModel):
     python: str | None = Field(None, pattern=r"^3\.\d+$")
     node: str | None = Field(None, pattern=r"^\d+$")  # a Node major: "20"
     go: str | None = Field(None, pattern=r"^1\.\d+$")  # a go image's major.minor: "1.24"
+    rust: str | None = Field(None, pattern=r"^1\.\d+$")  # a rustc image's major.minor: "1.85"
     system_packages: list[str] | None = None
     env: list[str] | None = None
     install: list[str] | None = None
@@ -100,7 +102,8 @@ def load_overrides(path: Path | None) -> Overrides:
 WRONG_INTERPRETER = "interpreter_of_another_language"  # python for Node's, node for Python's
 
 
-INTERPRETER_FIELDS = ("python", "node", "go")  # the toolchains an override may name, a field each
+# the toolchains an override may name, a field each
+INTERPRETER_FIELDS = ("python", "node", "go", "rust")
 
 
 def interpreter_problem(language: str, override: RepositoryOverride) -> str | None:

@@ -45,13 +45,16 @@ NOT_A_FIX = (
 )
 
 
-def docker_settings(base_image: str, go_images: dict[str, str]) -> DockerSettings:
+def docker_settings(
+    base_image: str, images: dict[str, str], toolchain: str = "go"
+) -> DockerSettings:
+    """The settings of an end-to-end run with ``images`` as ``docker.<toolchain>_images``."""
     return DockerSettings(
         base_image=base_image,
         python_images={"3.11": base_image},
-        go_images=go_images,
+        **{f"{toolchain}_images": images},
         cache_level="env",
-        memory_mb=2048,
+        memory_mb=3072,
         cpus=2,
     )
 
@@ -63,14 +66,15 @@ def validate_and_grade(
     fix: dict[str, str | None],
     docker_client: Any,
     base_image: str,
-    go_images: dict[str, str],
+    images: dict[str, str],
+    toolchain: str = "go",
 ) -> ValidatedTask:
     """The PR validated (its task), exported; then graded by the harness (gold: resolved; a
     patch that fixes nothing: unresolved) and by ``swe-stream validate``'s check (the empty
-    patch does not resolve it)."""
+    patch does not resolve it). ``images``: the toolchain's (``docker.<toolchain>_images``)."""
     pr = make_pull_request_repo(tmp_path / "git", repo=repo, base_files=base, pr_files=fix)
     repos = RepoCache(tmp_path / "cache", pr.url_template)
-    docker = docker_settings(base_image, go_images)
+    docker = docker_settings(base_image, images, toolchain)
     validator = Validator(
         repos, lambda: docker_client, docker, ValidateSettings(runs=2, test_timeout_seconds=300), 1
     )

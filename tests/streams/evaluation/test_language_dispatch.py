@@ -55,7 +55,7 @@ def test_the_first_language_whose_detector_accepts_the_tree(
 ) -> None:
     found = language_of(tree(files))
     assert (found.name if found else None) == language
-    assert [lang.name for lang in languages()][:3] == ["Go", "Python", "JavaScript"]
+    assert [lang.name for lang in languages()][:4] == ["Go", "Rust", "Python", "JavaScript"]
 
 
 def test_infer_recipes_dispatches_to_the_javascript_chain() -> None:

@@ -306,6 +306,58 @@ def test_the_check_commands_of_a_go_task_grade_one_by_one(
         grade_one_by_one(env, task_dir, workspace, checks, tmp_path)
 
 
+RUST_CHECK = "python3 /opt/swe-env/swe-cargo-test.py --tests -p units"
+
+
+def test_a_rust_demo_runs_offline(
+    tmp_path: Path, base_image: str, rust_images: dict[str, str]
+) -> None:
+    """``demo --language rust``: a crate of the standard library alone with unit, integration
+    and doc tests, cargo test, three runs; the task re-validated and the harness's agents."""
+    env = {k: v for k, v in worker_env().items() if k != "OPENROUTER_API_KEY"}
+    env["SWE_STREAM_WORKER_METRICS_PORT"] = "0"
+    done = swe_stream(env, "demo", "--language", "rust", "--workdir", str(tmp_path / "d"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    task = "swe-stream-demo-units-rs-1"
+    assert f"  {task}: valid; gold patch resolves: True, empty patch resolves: False" in (
+        done.stdout
+    )
+    assert "demo: harness: gold-patch agent resolved, do-nothing agent unresolved" in done.stdout
+    workspace = yaml.safe_load((tmp_path / "d" / "tasks" / task / "workspace.yaml").read_text())
+    assert workspace["language"] == "Rust"
+    assert workspace["install_config"]["test_runner"] == "cargo-test"
+    assert workspace["FAIL_TO_PASS"] == [
+        "units::lib::tests::fahrenheit_freezing_point",
+        "units::temperature::fahrenheit_boiling_point",
+    ]
+    assert workspace["PASS_TO_PASS"] == [  # doc tests are not run
+        "units::lib::tests::freezing_point",
+        "units::temperature::boiling_point",
+    ]
+
+
+def test_the_check_commands_of_a_rust_task_grade_one_by_one(
+    tmp_path: Path, fixtures_dir: Path, rust_images: dict[str, str]
+) -> None:
+    """A Rust task's check commands (checks.txt: ``swe-cargo-test.py -p <package> --test <t>
+    -- --exact <path>``), each run alone (``harness --isolate-tests``) and read by the same
+    parser: the gold patch resolves, an empty one does not."""
+    hour = fixtures_dir / "gharchive" / "2015-01-01-0.json.gz"
+    with offline_world(tmp_path / "world", hour, language="rust") as world:
+        out, env = tmp_path / "out", env_for(world, tmp_path / "data")
+        assert "tasks exported: 1" in mine_once(world, env, out)
+        (task_dir,) = [p for p in out.iterdir() if (p / "workspace.yaml").is_file()]
+        workspace = yaml.safe_load((task_dir / "workspace.yaml").read_text())
+        checks = (task_dir / "checks.txt").read_text().splitlines()
+        assert checks == [
+            f"{RUST_CHECK} --lib -- --exact tests::fahrenheit_freezing_point",
+            f"{RUST_CHECK} --test temperature -- --exact fahrenheit_boiling_point",
+            f"{RUST_CHECK} --lib -- --exact tests::freezing_point",
+            f"{RUST_CHECK} --test temperature -- --exact boiling_point",
+        ]
+        grade_one_by_one(env, task_dir, workspace, checks, tmp_path)
+
+
 def test_run_follows_new_hours_and_stops_cleanly_on_sigterm(
     world: OfflineWorld, tmp_path: Path
 ) -> None:

@@ -212,6 +212,16 @@ class Language:
         language's three runs (none by default)."""
         return []
 
+    def test_line_ranges(self, path: str, text: str) -> list[tuple[int, int]] | None:
+        """The line ranges of tests inside a source file of this language (None: its tests
+        live in test files only): 1-based, inclusive; ``text`` is the file at ``path``."""
+        return None
+
+    def may_fail_to_pass(self, test_id: str) -> bool:
+        """Whether ``test_id`` may be FAIL_TO_PASS (not one whose id a patch changes, such as
+        a doc test named by its line)."""
+        return True
+
     def compile_failures(self, runner: str, output: str) -> dict[str, str]:
         """The packages (or modules) of a run of ``runner`` that did not compile, each with
         what the compiler said (a compiled language's; none by default)."""
