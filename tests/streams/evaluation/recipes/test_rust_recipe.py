@@ -164,8 +164,12 @@ def test_features_as_the_ci_tests_with_them(
         "src/lib.rs": LIB,
         ".github/workflows/ci.yml": workflow(*runs),
     }
-    recipe = recipes(tmp_path, files)[0]
+    found = recipes(tmp_path, files)
+    recipe = found[0]
     assert recipe.test_command == f"python3 /opt/swe-env/{RUNNER_SCRIPT} --tests {expected}".strip()
+    if expected:  # last, the first rustc without the features (a dependency may not build)
+        assert found[-1].test_command == f"python3 /opt/swe-env/{RUNNER_SCRIPT} --tests"
+        assert found[-1].base_image == recipe.base_image and len(found) == 4
 
 
 def test_the_libraries_the_ci_installs_are_debian_packages_of_the_env(tmp_path: Path) -> None:

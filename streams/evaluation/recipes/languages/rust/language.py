@@ -96,7 +96,12 @@ class Rust(Language):
         return list(rust_versions(need, images, inputs.created_at))
 
     def recipe(
-        self, tree: TreeFiles, facts: Any, version: str | None, inputs: Inputs
+        self,
+        tree: TreeFiles,
+        facts: Any,
+        version: str | None,
+        inputs: Inputs,
+        features: tuple[str, ...] | None = None,
     ) -> InstallRecipe:
         images = inputs.images_of(self.toolchain)
         return rust_recipe(
@@ -104,7 +109,7 @@ class Rust(Language):
             version or "",
             images,
             inputs.changed_files,
-            feature_options(tree),
+            feature_options(tree) if features is None else features,
             inputs.created_at,
             ci_system_packages(tree),
         )
@@ -113,6 +118,11 @@ class Rust(Language):
         from streams.evaluation.recipes.overrides import apply_override
 
         recipes, facts = super().infer(tree, inputs)
+        if recipes and feature_options(tree):
+            # the CI's features may take in a dependency today's rustc no longer builds
+            # (--all-features: chrono's rustc-serialize): last, the first rustc without them
+            first = self.versions(facts, inputs)[0]
+            recipes.append(self.recipe(tree, facts, first, inputs, features=()))
         return [apply_override(r, inputs.override) for r in recipes], facts
 
     def no_recipe(self, facts: Any, inputs: Inputs) -> tuple[str, str]:
