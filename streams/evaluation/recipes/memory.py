@@ -175,12 +175,16 @@ def remembered_entry(
     ``base_commit``: its interpreter (the Python, or a JavaScript / TypeScript recipe's Node
     major) and the change its origin made over inference."""
     origin = recipe.origin
+    interpreter = interpreter_fields(recipe)
+    language = language_named(recipe.language)
+    if language is not None and not language.remembers_version and language.toolchain:
+        interpreter.pop(language.toolchain, None)  # inference picks it per PR
     return RememberedRecipe(
         pipeline_version=pipeline_version,
         repo=repo,
         fingerprint=dependency_fingerprint(tree),
         source=origin.source,
-        **interpreter_fields(recipe),
+        **interpreter,
         **{k: v for k, v in origin.change.items() if k in CHANGE_FIELDS},
         instance_id=instance_id,
         base_commit=base_commit,

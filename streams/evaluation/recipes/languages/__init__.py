@@ -140,6 +140,10 @@ class Language:
     # package's tests out of the run; validated with three runs (the base as it is, with the
     # test patch, with both patches: ``grading.judge_three``) instead of two
     compiled: bool = False
+    # whether the recipe memory keeps the toolchain version a recipe ran on for the
+    # repository's next PRs (Python's that worked is the best first guess); False where
+    # inference picks it per PR (Rust's rustc follows the PR's date and lockfile)
+    remembers_version: bool = True
 
     # -------------------------------------------------------------- detection and inference
     def detect(self, tree: TreeFiles) -> bool:

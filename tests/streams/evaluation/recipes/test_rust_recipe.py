@@ -253,7 +253,7 @@ def test_a_plain_cargo_test_output_is_read_without_swe_cargo_test() -> None:
 def test_swe_cargo_test_runs_the_packages_of_paths_and_one_test(tmp_path: Path) -> None:
     """The runner script with the host's cargo, offline: paths to packages, a package name,
     a check command of one id; a test target that does not compile leaves the rest to run."""
-    cargo = shutil.which("cargo")
+    cargo = host_cargo()
     assert cargo is not None, "the host's cargo (the machines have one) runs the script here"
     root = tmp_path / "ws"
     shutil.copytree(DATA / "workspace", root)
@@ -279,6 +279,13 @@ def test_swe_cargo_test_runs_the_packages_of_paths_and_one_test(tmp_path: Path) 
     assert code == 0 and statuses == {"ws-core::api::nested::deeper": "passed"}
 
 
+def host_cargo() -> str | None:
+    """The host's cargo (rustup's, on the PATH or in ~/.cargo/bin where a shell did not add it)."""
+    found = shutil.which("cargo")
+    rustup = Path.home() / ".cargo" / "bin" / "cargo"
+    return found or (str(rustup) if rustup.exists() else None)
+
+
 def _rustup_home() -> str:
     home = Path.home() / ".rustup"
     return str(home) if home.exists() else ""
@@ -302,7 +309,7 @@ def recorded_index() -> Iterator[str]:
 def test_swe_cargo_index_resolves_a_lockfile_as_of_a_day(
     tmp_path: Path, recorded_index: str
 ) -> None:
-    cargo = shutil.which("cargo")
+    cargo = host_cargo()
     assert cargo is not None
     crate = tmp_path / "c"
     (crate / "src").mkdir(parents=True)
@@ -353,3 +360,17 @@ def test_versions_needing_a_newer_rustc_than_the_images_are_left_out() -> None:
     newest = max(swe_cargo_index.version_tuple(v["vers"]) for v in served)
     everything = [json.loads(x) for x in recorded.splitlines()]
     assert newest < max(swe_cargo_index.version_tuple(v["vers"]) for v in everything)
+
+
+def test_the_recipe_memory_leaves_the_rustc_to_each_prs_inference(tmp_path: Path) -> None:
+    """One PR's rustc (its day's) is no guess for the next: the memory keeps none."""
+    from streams.evaluation.recipes.memory import remembered_entry
+
+    files = {"Cargo.toml": manifest("units"), "src/lib.rs": LIB}
+    recipe = recipes(tmp_path, files, created_at=dt.datetime(2023, 3, 1, tzinfo=dt.UTC))[0]
+    assert recipe.sources[1] == "rust:1.63"
+    entry = remembered_entry(
+        recipe, tree_of(tmp_path / "again", files), repo="o/r", instance_id="o__r-1",
+        base_commit="c" * 40, tests=2, pipeline_version=1,
+    )  # fmt: skip
+    assert entry.rust is None and entry.python is None

@@ -48,6 +48,8 @@ class Rust(Language):
     # docs site is tested with cargo (after Go: a Go module with a Rust helper is Go's)
     order = 6
     compiled = True
+    # a rustc is chosen per PR (its date, its lockfile): one PR's is no guess for the next
+    remembers_version = False
     runners = {RUNNER: LogParser(libtest.parse_cargo_test, libtest.running_when_killed)}
     default_runner = RUNNER
     project_files = frozenset({MANIFEST, LOCKFILE, *TOOLCHAIN_FILES})
