@@ -167,9 +167,9 @@ def test_features_as_the_ci_tests_with_them(
     found = recipes(tmp_path, files)
     recipe = found[0]
     assert recipe.test_command == f"python3 /opt/swe-env/{RUNNER_SCRIPT} --tests {expected}".strip()
-    if expected:  # last, the first rustc without the features (a dependency may not build)
-        assert found[-1].test_command == f"python3 /opt/swe-env/{RUNNER_SCRIPT} --tests"
-        assert found[-1].base_image == recipe.base_image and len(found) == 4
+    if expected:  # second, the first rustc without the features (a dependency may not build)
+        assert found[1].test_command == f"python3 /opt/swe-env/{RUNNER_SCRIPT} --tests"
+        assert found[1].base_image == recipe.base_image and len(found) == 4
 
 
 def test_the_libraries_the_ci_installs_are_debian_packages_of_the_env(tmp_path: Path) -> None:

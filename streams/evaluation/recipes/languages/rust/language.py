@@ -122,9 +122,10 @@ class Rust(Language):
         recipes, facts = super().infer(tree, inputs)
         if recipes and feature_options(tree):
             # the CI's features may take in a dependency today's rustc no longer builds
-            # (--all-features: chrono's rustc-serialize): last, the first rustc without them
+            # (--all-features: chrono's rustc-serialize): second (validation tries two), the
+            # first rustc without them
             first = self.versions(facts, inputs)[0]
-            recipes.append(self.recipe(tree, facts, first, inputs, features=()))
+            recipes.insert(1, self.recipe(tree, facts, first, inputs, features=()))
         return [apply_override(r, inputs.override) for r in recipes], facts
 
     def no_recipe(self, facts: Any, inputs: Inputs) -> tuple[str, str]:
