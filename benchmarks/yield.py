@@ -169,7 +169,8 @@ async def collect(bootstrap: str, corpus: Corpus) -> list[Row]:
     return rows
 
 
-DETAIL_PREFIX = re.compile(r"\[(python|node) ([\w.]+); recipe ([^\]]*)\] ")
+# "[python 3.11; recipe ...] ", "[node 20; ...]", "[rustc 1.85; ...]"
+DETAIL_PREFIX = re.compile(r"\[(\w+) ([\w.]+); recipe ([^\]]*)\] ")
 
 
 def _row(key: str, repo: str, entries: list[LedgerEntry], task: ValidatedTask | None) -> Row:
@@ -214,7 +215,7 @@ def _row(key: str, repo: str, entries: list[LedgerEntry], task: ValidatedTask | 
             row.recipe = shown[3].replace(" ", "")
             if shown[1] == "python":
                 row.python = shown[2]
-            else:
+            elif shown[1] == "node":
                 row.node = shown[2]
             row.detail = detail[shown.end() :]
         if before:

@@ -37,13 +37,15 @@ async def test_enrich_api_calls_per_candidate_meet_the_targets() -> None:
 
 @pytest.mark.unit
 @pytest.mark.parametrize(
-    ("interpreter", "python", "node"), [("python 3.11", "3.11", None), ("node 20", None, "20")]
+    ("interpreter", "python", "node"),
+    [("python 3.11", "3.11", None), ("node 20", None, "20"), ("rustc 1.85", None, None)],
 )
 def test_yield_reads_the_interpreter_of_a_failed_validation(
     interpreter: str, python: str | None, node: str | None
 ) -> None:
     """validate prefixes a failure's detail with what ran the tests and the recipe's sources:
-    ``[python 3.11; recipe ...]``, ``[node 20; recipe ...]`` for JavaScript / TypeScript."""
+    ``[python 3.11; recipe ...]``, ``[node 20; recipe ...]`` for JavaScript / TypeScript,
+    ``[rustc 1.85; recipe ...]`` for Rust (its recipe read all the same)."""
     from datetime import UTC, datetime, timedelta
 
     from schemas import LedgerEntry
