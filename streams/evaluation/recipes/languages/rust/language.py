@@ -122,7 +122,7 @@ class Rust(Language):
         recipes, facts = super().infer(tree, inputs)
         if recipes and feature_options(tree):
             # the CI's features may take in a dependency today's rustc no longer builds
-            # (--all-features: chrono's rustc-serialize): second (validation tries two), the
+            # (--all-features taking in an old crate): second (validation tries two), the
             # first rustc without them
             first = self.versions(facts, inputs)[0]
             recipes.insert(1, self.recipe(tree, facts, first, inputs, features=()))

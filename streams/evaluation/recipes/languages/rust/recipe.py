@@ -21,7 +21,7 @@ patch changed. Tests run offline.
 **Tests.** ``swe-cargo-test`` (``runner_program``) runs ``cargo test --tests`` of the packages
 that hold the given files, with the features the CI tests with (``features``): every unit and
 integration test, not the doc tests. Each doc test is compiled and linked as a program of its
-own on every run (serde_json's take minutes a run, more than the rest of its tests), and none
+own on every run (a crate with many documented items spends minutes a run on them), and none
 can be FAIL_TO_PASS (its name is its line); a test command that runs them (an override without
 ``--tests``) gets them as ``<package>::doc::<name>`` ids.
 """

@@ -124,8 +124,8 @@ class Built:
 
 def spec(package: dict) -> str:
     """A package id spec only this package of the workspace matches: a dependency may be a
-    crates.io release of the same name (serde_json's dev-dependencies depend on serde_json),
-    which makes ``-p serde_json`` ambiguous."""
+    crates.io release of the same crate (a dev-dependency that depends on the crate itself),
+    which makes ``-p <name>`` ambiguous."""
     directory = os.path.dirname(package["manifest_path"])
     return f"file://{directory}#{package['name']}@{package['version']}"
 
