@@ -122,9 +122,15 @@ class ValidateStage:
         made them run."""
         validator = self.validator
         changed = [*patches.test_files, *patches.source_files]
+        diffs = (patches.test_patch, patches.patch)
         try:
             tree, recipes = await asyncio.to_thread(
-                validator.recipes, patches.repo, patches.base_commit, patches.created_at, changed
+                validator.recipes,
+                patches.repo,
+                patches.base_commit,
+                patches.created_at,
+                changed,
+                diffs,
             )
         except ValidationFailed as failed:
             if failed.reason != NO_RUNNER or not has_tests:

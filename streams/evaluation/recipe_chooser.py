@@ -91,18 +91,20 @@ class RecipeChooser:
         base_commit: str,
         created_at: datetime | None = None,
         changed_files: Sequence[str] = (),
+        diffs: tuple[str, ...] = (),
     ) -> tuple[TreeFiles, list[InstallRecipe]]:
         """Blocking: clone (or reuse) ``repo`` and the recipes to try at ``base_commit``, best
         first: the remembered ones (``remembered_recipes``), then inference's (at most
         ``validation.max_python_attempts``), by the language of the tree (the language
-        registry; ``changed_files``: the PR's, which pick a workspace's package)."""
+        registry; ``changed_files``: the PR's, which pick a workspace's package; ``diffs``:
+        its test patch and patch, whose dependency files a language may fetch too)."""
         tree = self.tree(repo, base_commit)
         override = self.overrides.lookup(repo)
         # one look at the engine for every recipe made here
         images = self.images()
         language = language_of(tree)
         recipes, facts = self.inferred(
-            repo, base_commit, tree, created_at, override, images, changed_files
+            repo, base_commit, tree, created_at, override, images, changed_files, diffs
         )
         if facts is None or language is None:
             raise ValidationFailed(
@@ -111,7 +113,7 @@ class RecipeChooser:
                 "detects its files)",
             )
         remembered = self.remembered_recipes(
-            repo, base_commit, tree, created_at, override, images, changed_files
+            repo, base_commit, tree, created_at, override, images, changed_files, diffs
         )
         if not recipes and not remembered:
             inputs = Inputs(repo=repo, images=images)
@@ -136,6 +138,7 @@ class RecipeChooser:
         override: RepositoryOverride | None,
         images: dict[str, dict[str, str]] | None = None,
         changed_files: Sequence[str] = (),
+        diffs: tuple[str, ...] = (),
     ) -> tuple[list[InstallRecipe], Any]:
         """Inference's recipes for ``tree`` with ``override`` applied (``infer_recipes``), on
         the toolchain versions of ``images`` (toolchain -> version -> tag; default: those on
@@ -148,6 +151,7 @@ class RecipeChooser:
             release_tag=lambda: self.repos.release_tag(repo, base_commit),
             override=override,
             changed_files=changed_files,
+            diffs=diffs,
         )
 
     def remembered_recipes(
@@ -159,6 +163,7 @@ class RecipeChooser:
         override: RepositoryOverride | None,
         images: dict[str, dict[str, str]],
         changed_files: Sequence[str] = (),
+        diffs: tuple[str, ...] = (),
     ) -> list[InstallRecipe]:
         """The recipes the memory holds for this commit of ``repo`` (its own dependency
         files' entry, then the repository's latest other one), made again by inference at
@@ -179,7 +184,7 @@ class RecipeChooser:
             change = as_override(entry)
             layers = layered(change, override)
             made, _ = self.inferred(
-                repo, base_commit, tree, created_at, layers, images, changed_files
+                repo, base_commit, tree, created_at, layers, images, changed_files, diffs
             )
             if not made:
                 continue

@@ -254,9 +254,10 @@ class Validator:
         base_commit: str,
         created_at: datetime | None = None,
         changed_files: Sequence[str] = (),
+        diffs: tuple[str, ...] = (),
     ) -> tuple[TreeFiles, list[InstallRecipe]]:
         """``RecipeChooser.recipes``: the tree and the recipes to try, best first."""
-        return self.chooser.recipes(repo, base_commit, created_at, changed_files)
+        return self.chooser.recipes(repo, base_commit, created_at, changed_files, diffs)
 
     def inferred(
         self,

@@ -72,6 +72,7 @@ def infer_recipes(
     node_images: Mapping[str, str] | None = None,
     changed_files: Sequence[str] = (),
     images: Mapping[str, Mapping[str, str]] | None = None,
+    diffs: tuple[str, ...] = (),
 ) -> tuple[list[InstallRecipe], Any]:
     """The recipes to try (best first) and the facts they were made of, by the tree's
     language; no recipe when no language recognises it, or its toolchain constraint excludes
@@ -81,6 +82,7 @@ def infer_recipes(
         images=images_by_toolchain(images, python_images, node_images),
         created_at=created_at,
         changed_files=changed_files,
+        diffs=diffs,
         release_tag=release_tag,
         override=override,
     )

@@ -48,13 +48,15 @@ ENTRY_POINT_GROUP = "swe_stream.languages"
 @dataclass(frozen=True)
 class Inputs:
     """What inference may use beyond the tree: the images per toolchain version (``images``:
-    toolchain, such as ``python``, -> version -> image tag), the PR's date and changed files,
-    the release tag (asked only when needed), a per-repository override."""
+    toolchain, such as ``python``, -> version -> image tag), the PR's date, changed files and
+    diffs (its test patch and patch, in the order they apply), the release tag (asked only
+    when needed), a per-repository override."""
 
     repo: str
     images: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     created_at: datetime | None = None
     changed_files: Sequence[str] = ()
+    diffs: tuple[str, ...] = ()
     release_tag: Callable[[], str | None] = lambda: None
     override: Any = None  # a ``RepositoryOverride``
 

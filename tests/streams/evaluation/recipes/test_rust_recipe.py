@@ -24,7 +24,11 @@ from streams.evaluation.log_parsers import check_command, file_of
 from streams.evaluation.recipes.infer import infer_recipes
 from streams.evaluation.recipes.languages import language_named, language_of
 from streams.evaluation.recipes.languages.rust import swe_cargo_index
-from streams.evaluation.recipes.languages.rust.recipe import INDEX_SCRIPT, RUNNER_SCRIPT
+from streams.evaluation.recipes.languages.rust.recipe import (
+    GIT_SCRIPT,
+    INDEX_SCRIPT,
+    RUNNER_SCRIPT,
+)
 from streams.evaluation.recipes.languages.rust.runners.libtest import (
     build_failures,
     parse_cargo_test,
@@ -112,10 +116,10 @@ def test_a_workspace_without_a_lockfile_is_resolved_as_of_the_prs_day(tmp_path: 
     assert {"Cargo.toml", "crates/core/Cargo.toml", "crates/cli/Cargo.toml"} <= set(
         recipe.dependency_files
     )
-    assert {RUNNER_SCRIPT, INDEX_SCRIPT} <= set(recipe.dependency_files)
+    assert {RUNNER_SCRIPT, INDEX_SCRIPT, GIT_SCRIPT} <= set(recipe.dependency_files)
     assert recipe.env_commands == (
-        f"cd /opt/swe-env && python3 {INDEX_SCRIPT} --before 2024-05-01T12:30:00Z -- "
-        "cargo generate-lockfile && cargo fetch --locked",
+        f"cd /opt/swe-env && python3 {GIT_SCRIPT} -- python3 {INDEX_SCRIPT} --before "
+        "2024-05-01T12:30:00Z -- cargo generate-lockfile && cargo fetch --locked",
     )
     assert "lock:as-of:2024-05-01T12:30:00Z" in recipe.sources
     assert (
@@ -132,7 +136,9 @@ def test_a_committed_lockfile_is_fetched_locked(tmp_path: Path) -> None:
     }
     found = recipes(tmp_path, files)
     assert [r.sources[1] for r in found] == ["rust:1.85", "rust:1.97"]  # lockfile v4: 1.78+
-    assert found[0].env_commands == ("cd /opt/swe-env && cargo fetch --locked",)
+    assert found[0].env_commands == (
+        f"cd /opt/swe-env && python3 {GIT_SCRIPT} -- cargo fetch --locked",
+    )
     assert INDEX_SCRIPT not in found[0].dependency_files
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from streams.evaluation.recipes.languages import version_key
 from streams.evaluation.recipes.model import TreeFiles
+from streams.evaluation.recipes.patched import overlaid, patched_files
 
 MANIFEST = "Cargo.toml"
 LOCKFILE = "Cargo.lock"
@@ -136,6 +137,20 @@ def read_cargo_facts(tree: TreeFiles) -> CargoFacts | None:
         if config is not None:
             facts.configs[name] = config
     return facts
+
+
+def _cargo_file(path: str) -> bool:
+    name = posixpath.basename(path)
+    return name in (MANIFEST, LOCKFILE, *TOOLCHAIN_FILES) or path in CONFIG_FILES
+
+
+def pull_request_facts(tree: TreeFiles, diffs: tuple[str, ...]) -> CargoFacts | None:
+    """What the Cargo files of the tree ``diffs`` leave say, when they change a manifest or
+    the lockfile (a crate added); None when they change neither."""
+    changed = patched_files(tree, diffs, _cargo_file)
+    if not any(posixpath.basename(p) in (MANIFEST, LOCKFILE) for p in changed):
+        return None
+    return read_cargo_facts(overlaid(tree, changed))
 
 
 def _package(

@@ -20,6 +20,8 @@ from streams.evaluation.recipes.languages.rust.cargo import (
     CargoFacts,
     is_cargo_tree,
     needed_rust,
+    package_of,
+    pull_request_facts,
     read_cargo_facts,
     tested_packages,
 )
@@ -114,6 +116,7 @@ class Rust(Language):
             feature_options(tree) if features is None else features,
             inputs.created_at,
             ci_system_packages(tree),
+            pull_request_facts(tree, inputs.diffs) if inputs.diffs else None,
         )
 
     def infer(self, tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any]:
@@ -127,6 +130,20 @@ class Rust(Language):
             first = self.versions(facts, inputs)[0]
             recipes.insert(1, self.recipe(tree, facts, first, inputs, features=()))
         return [apply_override(r, inputs.override) for r in recipes], facts
+
+    def tests_for(self, tree: TreeFiles, files: list[str]) -> list[str]:
+        # cargo runs packages: the directory of each file's package, which the base has even
+        # where the test patch only adds files (its run before the patch is of the package)
+        facts = read_cargo_facts(tree)
+        if facts is None:
+            return files
+        found: list[str] = []
+        for path in files:
+            package = package_of(facts, path)
+            target = path if package is None else package.directory
+            if target not in found:
+                found.append(target)
+        return found
 
     def no_recipe(self, facts: Any, inputs: Inputs) -> tuple[str, str]:
         images = inputs.images_of(self.toolchain)

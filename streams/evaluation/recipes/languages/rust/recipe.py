@@ -46,6 +46,8 @@ LANGUAGE_NAME = "Rust"
 RUNNER = "cargo-test"
 RUNNER_SCRIPT = "swe-cargo-test.py"
 INDEX_SCRIPT = "swe-cargo-index.py"
+GIT_SCRIPT = "swe-cargo-git.py"
+PR_SIDE = "pull-request"  # where the env layer puts the pull request's manifests
 TESTS = f"python3 {ENV_DIR}/{RUNNER_SCRIPT}"
 TARGETS = "--tests"  # every unit and integration test target; doc tests are left out
 ENVIRONMENT = (
@@ -90,17 +92,46 @@ def _utc(created_at: dt.datetime) -> str:
 
 
 def fetch_command(facts: CargoFacts, created_at: dt.datetime | None) -> str:
-    """The env layer's step that fetches every crate the workspace locks."""
+    """The env layer's step that fetches every crate the workspace locks (a git source that
+    cannot be reached left empty: ``swe-cargo-git``)."""
     steps = [f"cd {ENV_DIR}"]
     if facts.lockfile is None:
+        resolve = "cargo generate-lockfile"
         if created_at is not None:
-            steps.append(
-                f"python3 {INDEX_SCRIPT} --before {_utc(created_at)} -- cargo generate-lockfile"
-            )
-        else:
-            steps.append("cargo generate-lockfile")
-    steps.append("cargo fetch --locked")
+            resolve = f"python3 {INDEX_SCRIPT} --before {_utc(created_at)} -- {resolve}"
+        steps.append(f"python3 {GIT_SCRIPT} -- {resolve}")
+        steps.append("cargo fetch --locked")
+    else:
+        steps.append(f"python3 {GIT_SCRIPT} -- cargo fetch --locked")
     return " && ".join(steps)
+
+
+def pull_request_fetch_command(created_at: dt.datetime | None) -> str:
+    """The env layer's step that fetches what the pull request's manifests add (a crate its
+    tests need): its lockfile, else the base's, brought up to its manifests as of its date
+    (``cargo update --workspace`` keeps every other locked version). A failure leaves the
+    image as the base's recipe makes it: the runs then say what they miss."""
+    update = "cargo update --workspace"
+    if created_at is not None:
+        update = f"python3 ../{INDEX_SCRIPT} --before {_utc(created_at)} -- {update}"
+    return (
+        f"cd {ENV_DIR}/{PR_SIDE} && {{ [ -f {LOCKFILE} ] || cp ../{LOCKFILE} {LOCKFILE}; }} && "
+        f"python3 ../{GIT_SCRIPT} -- {update} && cargo fetch || "
+        "echo 'swe-stream: not every crate of the pull request manifests was fetched' >&2"
+    )
+
+
+def _dependency_files(facts: CargoFacts, prefix: str = "") -> dict[str, bytes]:
+    """The files cargo reads to fetch ``facts``'s crates: manifests, target stubs, configs
+    and the committed lockfile, under ``prefix``."""
+    files: dict[str, bytes] = dict(facts.manifests)
+    for package in facts.packages.values():
+        for stub in package.stubs:
+            files.setdefault(stub, b"")
+    files.update(facts.configs)
+    if facts.lockfile is not None:
+        files[LOCKFILE] = facts.lockfile
+    return {f"{prefix}{path}": data for path, data in files.items()}
 
 
 def rust_recipe(
@@ -111,18 +142,19 @@ def rust_recipe(
     features: Sequence[str],
     created_at: dt.datetime | None,
     system_packages: Sequence[str] = (),
+    pull_request: CargoFacts | None = None,
 ) -> InstallRecipe:
-    """The recipe of ``facts`` on the image of rustc ``version``."""
-    files: dict[str, bytes] = dict(facts.manifests)
-    for package in facts.packages.values():
-        for stub in package.stubs:
-            files.setdefault(stub, b"")
-    files.update(facts.configs)
-    if facts.lockfile is not None:
-        files[LOCKFILE] = facts.lockfile
+    """The recipe of ``facts`` on the image of rustc ``version`` (``pull_request``: the
+    facts of the tree the PR leaves, when it changes a manifest or the lockfile)."""
+    files = _dependency_files(facts)
     files[RUNNER_SCRIPT] = runner_program()
-    if facts.lockfile is None:
+    files[GIT_SCRIPT] = _script("swe_cargo_git.py")
+    env_commands = [fetch_command(facts, created_at)]
+    if facts.lockfile is None or pull_request is not None:
         files[INDEX_SCRIPT] = _script("swe_cargo_index.py")
+    if pull_request is not None:
+        files.update(_dependency_files(pull_request, f"{PR_SIDE}/"))
+        env_commands.append(pull_request_fetch_command(created_at))
     options = " ".join(shlex.quote(o) for o in features)
     test_command = f"{TESTS} {TARGETS} {options}".strip()
     touched = [p for p in changed_files if p.endswith((".rs", "Cargo.toml"))]
@@ -141,10 +173,12 @@ def rust_recipe(
         sources.append(f"lock:as-of:{_utc(created_at)}" if created_at else "lock:latest")
     if features:
         sources.append(f"features:{' '.join(features)}")
+    if pull_request is not None:
+        sources.append("crates:pull-request")
     return InstallRecipe(
         language=LANGUAGE_NAME,
         dependency_files=files,
-        env_commands=(fetch_command(facts, created_at),),
+        env_commands=tuple(env_commands),
         install_commands=tuple(install),
         test_command=test_command,
         test_runner=RUNNER,

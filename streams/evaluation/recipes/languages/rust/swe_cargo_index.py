@@ -52,9 +52,7 @@ def version_tuple(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def filtered(
-    body: bytes, before: str, unyank: bool = False, rustc: tuple[int, ...] = ()
-) -> bytes:
+def filtered(body: bytes, before: str, unyank: bool = False, rustc: tuple[int, ...] = ()) -> bytes:
     """An index file's lines (one version each) published no later than ``before`` and, when
     some of those build on ``rustc``, only those; with ``unyank`` the yanked ones served as
     not yanked."""
@@ -72,9 +70,7 @@ def filtered(
                 version["yanked"] = False
                 line = json.dumps(version, separators=(",", ":")).encode()
             dated.append((line, version))
-    needs = [
-        (line, version_tuple(str(v.get("rust_version") or "0")) <= rustc) for line, v in dated
-    ]
+    needs = [(line, version_tuple(str(v.get("rust_version") or "0")) <= rustc) for line, v in dated]
     buildable = [line for line, fits in needs if fits] if rustc else []
     chosen = buildable or [line for line, _ in dated] or lines
     return b"".join(line + b"\n" for line in chosen)

@@ -225,7 +225,9 @@ def main(arguments: list[str]) -> int:
     selected: list[str] = []
     names = {p["name"]: p for p in packages}
     for path in paths:
-        package = package_of(packages, path) if os.path.exists(path) else names.get(path)
+        # a package's name, else the package whose directory holds the path (a test file the
+        # test patch adds need not exist yet)
+        package = names.get(path) or package_of(packages, path)
         if package is None:
             say(f"{MARK} no package holds {path}")
         elif package["name"] not in selected:
