@@ -113,9 +113,10 @@ class ImageProvisioner:
         created_at: datetime | None = None,
         prefer_python: str | None = None,
         changed_files: Sequence[str] = (),
+        diffs: tuple[str, ...] = (),
     ) -> Generator[Environment, None, None]:
         """Blocking: an environment per recipe that installs, best first (``built``)."""
-        tree, recipes = self.chooser.recipes(repo, base_commit, created_at, changed_files)
+        tree, recipes = self.chooser.recipes(repo, base_commit, created_at, changed_files, diffs)
         if prefer_python is not None:
             recipes.sort(key=lambda recipe: recipe.python != prefer_python)
         yield from self.built(repo, instance_id, tree, recipes)
@@ -154,11 +155,12 @@ class ImageProvisioner:
         created_at: datetime | None = None,
         prefer_python: str | None = None,
         changed_files: Sequence[str] = (),
+        diffs: tuple[str, ...] = (),
     ) -> Environment:
         """Blocking: clone (or reuse) ``repo``, and build (or reuse) the images of the first
         recipe that installs."""
         candidates = self.environments(
-            repo, base_commit, instance_id, created_at, prefer_python, changed_files
+            repo, base_commit, instance_id, created_at, prefer_python, changed_files, diffs
         )
         environment = next(candidates)
         candidates.close()

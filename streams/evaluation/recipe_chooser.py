@@ -209,6 +209,7 @@ class RecipeChooser:
         change: RepositoryOverride,
         source: str,
         changed_files: Sequence[str] = (),
+        diffs: tuple[str, ...] = (),
     ) -> InstallRecipe:
         """Inference's recipe with ``change`` over it (a setup agent's submission), the
         user's override file still winning (``changed_files``: the PR's, which pick a
@@ -224,7 +225,9 @@ class RecipeChooser:
             self._check_version(language, change, images)
         user = self.overrides.lookup(repo)
         layers = layered(change, user)
-        made, _ = self.inferred(repo, base_commit, tree, created_at, layers, images, changed_files)
+        made, _ = self.inferred(
+            repo, base_commit, tree, created_at, layers, images, changed_files, diffs
+        )
         if not made:
             raise ValidationFailed(UNSUPPORTED, "no install recipe recognises the repository")
         interpreter = set(INTERPRETER_FIELDS)  # the recipe's own, not part of its change

@@ -283,10 +283,11 @@ class Validator:
         change: RepositoryOverride,
         source: str,
         changed_files: Sequence[str] = (),
+        diffs: tuple[str, ...] = (),
     ) -> InstallRecipe:
         """``RecipeChooser.recipe_with``: inference's recipe with ``change`` over it."""
         return self.chooser.recipe_with(
-            repo, base_commit, tree, created_at, change, source, changed_files
+            repo, base_commit, tree, created_at, change, source, changed_files, diffs
         )
 
     # -- their images: ``ImageProvisioner`` --------------------------------------------------
@@ -319,10 +320,11 @@ class Validator:
         created_at: datetime | None = None,
         prefer_python: str | None = None,
         changed_files: Sequence[str] = (),
+        diffs: tuple[str, ...] = (),
     ) -> Generator[Environment, None, None]:
         """``ImageProvisioner.environments``: one per recipe that installs, best first."""
         return self.provisioner.environments(
-            repo, base_commit, instance_id, created_at, prefer_python, changed_files
+            repo, base_commit, instance_id, created_at, prefer_python, changed_files, diffs
         )
 
     def built(
@@ -339,10 +341,11 @@ class Validator:
         created_at: datetime | None = None,
         prefer_python: str | None = None,
         changed_files: Sequence[str] = (),
+        diffs: tuple[str, ...] = (),
     ) -> Environment:
         """``ImageProvisioner.environment``: the first recipe's that installs."""
         return self.provisioner.environment(
-            repo, base_commit, instance_id, created_at, prefer_python, changed_files
+            repo, base_commit, instance_id, created_at, prefer_python, changed_files, diffs
         )
 
     # -- the tests run and judged: ``Prover`` ------------------------------------------------
@@ -454,11 +457,13 @@ def task_environment(validator: Validator, task: TaskWorkspace) -> Environment:
     change = task_recipe_change(task.install_config)
     # the files the task changes pick what a recipe installs (a module of a workspace)
     changed = patch_paths(task.patch) + patch_paths(task.test_patch)
+    # what they change in dependency files (a crate the fix adds) is fetched as validation did
+    diffs = (task.test_patch, task.patch)
     if change is not None:
         tree = validator.tree(task.repo, task.base_commit)
         try:
             recipe = validator.recipe_with(
-                task.repo, task.base_commit, tree, created_at, change, "task", changed
+                task.repo, task.base_commit, tree, created_at, change, "task", changed, diffs
             )
         except ValidationFailed as failed:  # its Python is not built here, say
             log.info("%s: the task's recipe cannot be used (%s); inferring one", task.id, failed)
@@ -472,6 +477,7 @@ def task_environment(validator: Validator, task: TaskWorkspace) -> Environment:
         created_at,
         python if isinstance(python, str) else None,
         changed,
+        diffs,
     )
 
 

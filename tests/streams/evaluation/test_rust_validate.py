@@ -8,7 +8,8 @@ the empty patch unresolved.
 The styles: a crate with unit tests in ``src/`` (a ``#[cfg(test)]`` module the PR adds a test
 to), an integration test and a doc test; a workspace of two members, one depending on the other
 and on a crates.io crate (its lockfile resolved as of the PR's day); a test patch that does not
-compile without the fix (the target's old tests are PASS_TO_PASS, not FAIL_TO_PASS); a crate
+compile without the fix (the target's old tests are PASS_TO_PASS, not FAIL_TO_PASS); a PR whose
+fix adds a crates.io crate and whose test patch only adds a test file; a crate
 whose ``rust-version`` no Debian rustc meets (rejected, saying what was asked)."""
 
 from __future__ import annotations
@@ -159,6 +160,36 @@ def test_a_test_patch_that_does_not_compile_without_the_fix(
     assert task.validation is not None and task.validation.base is not None
     assert task.validation.base == {"shapes::square::area": "passed"}
     assert "shapes::square::area" not in task.validation.before
+
+
+LABELS_TOML = '[package]\nname = "labels"\nversion = "0.1.0"\nedition = "2021"\n'
+LABELS = 'pub fn label(n: u32) -> String {\n    format!("{} items", n)\n}\n'
+PADDED_TEST = '#[test]\nfn padded() {\n    assert_eq!(labels::padded(42), "  42");\n}\n'
+LABELS_TEST = '#[test]\nfn many() {\n    assert_eq!(labels::label(3), "3 items");\n}\n'
+
+
+def test_a_pr_that_adds_a_crate_and_a_test_file(
+    tmp_path: Path, docker_client: Any, base_image: str, rust_images: dict[str, str]
+) -> None:
+    """The fix takes in a crates.io crate its new test needs (fetched in the env layer from
+    the PR's manifest; the runs are offline), and the test patch only adds a file: the run at
+    the base is of its package, whose old test is PASS_TO_PASS."""
+    base = {"Cargo.toml": LABELS_TOML, "src/lib.rs": LABELS, "tests/many.rs": LABELS_TEST}
+    fix = {
+        "Cargo.toml": LABELS_TOML + '\n[dependencies]\nitoa = "1"\n',
+        "src/lib.rs": LABELS
+        + "\npub fn padded(n: u32) -> String {\n    let mut buffer = itoa::Buffer::new();\n"
+        '    format!("{:>4}", buffer.format(n))\n}\n',
+        "tests/padded.rs": PADDED_TEST,
+    }
+    task = validate_and_grade(
+        tmp_path, "swe-stream-test/labels-rs", base, fix, docker_client, base_image, rust_images
+    )
+    assert task.FAIL_TO_PASS == ["labels::padded::padded"]
+    assert task.PASS_TO_PASS == ["labels::many::many"]
+    assert task.install_config is not None
+    assert "crates:pull-request" in task.install_config.recipe
+    assert task.validation is not None and task.validation.base == {"labels::many::many": "passed"}
 
 
 def test_a_rust_version_no_debian_rustc_meets_is_rejected_saying_so(

@@ -160,13 +160,21 @@ def workflow(*runs: str) -> str:
             ("cargo test --no-default-features --features alloc",),
             "--no-default-features --features alloc",
         ),
+        # cargo hack's powerset: every declared feature but the excluded ones, in one run
+        (
+            ("cargo hack test --feature-powerset --exclude-features max_off,max_on",),
+            "--features kv,serde,std",
+        ),
     ],
 )
 def test_features_as_the_ci_tests_with_them(
     tmp_path: Path, runs: tuple[str, ...], expected: str
 ) -> None:
+    features = (
+        "\n[features]\ndefault = []\nmax_off = []\nmax_on = []\nstd = []\nkv = []\nserde = []\n"
+    )
     files = {
-        "Cargo.toml": manifest("units"),
+        "Cargo.toml": manifest("units", features),
         "src/lib.rs": LIB,
         ".github/workflows/ci.yml": workflow(*runs),
     }
@@ -254,6 +262,20 @@ def test_a_plain_cargo_test_output_is_read_without_swe_cargo_test() -> None:
     assert statuses["wscore::lib::tests::wrong"] == "failed"
     said = 'error: could not compile `ws-core` (test "broken") due to 1 previous error'
     assert build_failures(plain) == {"ws-core::broken": said}
+
+
+def test_a_feature_list_from_the_jobs_matrix_is_every_value_it_gives(tmp_path: Path) -> None:
+    ci = (
+        "on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    strategy:\n"
+        "      matrix:\n        include:\n          - rust: 1.61.0\n            features:\n"
+        "          - rust: stable\n            features: serde\n"
+        "          - rust: stable\n            features: rayon\n"
+        "    steps:\n"
+        '      - run: cargo test --verbose --features "${{ matrix.features }}"\n'
+    )
+    files = {"Cargo.toml": manifest("m"), "src/lib.rs": LIB, ".github/workflows/ci.yml": ci}
+    recipe = recipes(tmp_path, files)[0]
+    assert recipe.test_command.endswith("--tests --features rayon,serde")
 
 
 def test_swe_cargo_test_runs_the_packages_of_paths_and_one_test(tmp_path: Path) -> None:

@@ -159,11 +159,28 @@ def git_sources(root: Path) -> list[GitSource]:
     return list(found.values())
 
 
-def replacement_config(sources: list[GitSource], stubs: Path) -> str:
-    """The ``config.toml`` lines replacing each of ``sources`` by the directory ``stubs``."""
-    lines = [f"[source.{STUBS}]", f"directory = {json.dumps(str(stubs))}", ""]
-    repositories = dict.fromkeys((s.url, s.reference) for s in sources)
-    for number, (url, reference) in enumerate(repositories):
+def replaced_sources(config_text: str) -> list[tuple[str, tuple[str, str] | None]]:
+    """The git sources (url, reference) a ``config.toml`` already replaces by the stubs."""
+    sources = tomllib.loads(config_text).get("source", {})
+    found = []
+    for name, table in sources.items() if isinstance(sources, dict) else []:
+        if name.startswith(f"{STUBS}-") and isinstance(table, dict) and "git" in table:
+            reference = next(((r, str(table[r])) for r in _REFERENCES if r in table), None)
+            found.append((str(table["git"]), reference))
+    return found
+
+
+def replacement_config(sources: list[GitSource], stubs: Path, config_text: str = "") -> str:
+    """The ``config.toml`` lines to add to ``config_text`` that replace each of ``sources``
+    by the directory ``stubs`` (those it replaces already are not added again)."""
+    done = replaced_sources(config_text)
+    lines = []
+    if f"[source.{STUBS}]" not in config_text:
+        lines += [f"[source.{STUBS}]", f"directory = {json.dumps(str(stubs))}", ""]
+    repositories = [
+        r for r in dict.fromkeys((s.url, s.reference) for s in sources) if r not in done
+    ]
+    for number, (url, reference) in enumerate(repositories, start=len(done)):
         lines.append(f"[source.{STUBS}-{number}]")
         lines.append(f"git = {json.dumps(url)}")
         if reference is not None:
@@ -236,8 +253,11 @@ def main(arguments: list[str]) -> int:
                 f"{source.version} is an empty package",
                 flush=True,
             )
-        with (home / "config.toml").open("a", encoding="utf-8") as config:
-            config.write("\n" + replacement_config(unreachable, stubs) + "\n")
+        config = home / "config.toml"
+        existing = config.read_text(encoding="utf-8") if config.exists() else ""
+        added = replacement_config(unreachable, stubs, existing)
+        if added:
+            config.write_text(f"{existing}\n{added}\n", encoding="utf-8")
         if not (root / LOCKFILE).exists():
             (root / LOCKFILE).write_text(seed_lock(unreachable), encoding="utf-8")
             seeded = True
