@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import posixpath
 import tomllib
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,6 +138,17 @@ def read_cargo_facts(tree: TreeFiles) -> CargoFacts | None:
         if config is not None:
             facts.configs[name] = config
     return facts
+
+
+_READ: weakref.WeakKeyDictionary[TreeFiles, CargoFacts | None] = weakref.WeakKeyDictionary()
+
+
+def cargo_facts_of(tree: TreeFiles) -> CargoFacts | None:
+    """``read_cargo_facts`` of ``tree``, read once per tree (each proof of a PR asks again
+    which packages its files are in); not to be changed by the caller."""
+    if tree not in _READ:
+        _READ[tree] = read_cargo_facts(tree)
+    return _READ[tree]
 
 
 def _cargo_file(path: str) -> bool:

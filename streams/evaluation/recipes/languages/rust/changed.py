@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from streams.evaluation.recipes.languages.rust.cargo import (
     CargoFacts,
     CargoPackage,
+    cargo_facts_of,
     package_of,
-    read_cargo_facts,
 )
 from streams.evaluation.recipes.languages.rust.inline import test_functions
 from streams.evaluation.recipes.model import TreeFiles
@@ -75,7 +75,7 @@ def changed_tests(tree: TreeFiles, test_patch: str) -> list[str]:
     patches = {p.new: p for p in _file_patches(test_patch) if p.new and p.new.endswith(".rs")}
     if not patches:
         return []  # no manifest read for a patch without Rust
-    facts = read_cargo_facts(tree)
+    facts = cargo_facts_of(tree)
     if facts is None:
         return []
     touched = set(patches)

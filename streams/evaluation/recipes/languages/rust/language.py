@@ -18,6 +18,7 @@ from streams.evaluation.recipes.languages.rust.cargo import (
     MANIFEST,
     TOOLCHAIN_FILES,
     CargoFacts,
+    cargo_facts_of,
     is_cargo_tree,
     needed_rust,
     package_of,
@@ -134,7 +135,7 @@ class Rust(Language):
     def tests_for(self, tree: TreeFiles, files: list[str]) -> list[str]:
         # cargo runs packages: the directory of each file's package, which the base has even
         # where the test patch only adds files (its run before the patch is of the package)
-        facts = read_cargo_facts(tree)
+        facts = cargo_facts_of(tree)
         if facts is None:
             return files
         found: list[str] = []
