@@ -305,6 +305,9 @@ def test_swe_cargo_test_runs_the_packages_of_paths_and_one_test(tmp_path: Path) 
     assert list(build_failures(output)) == ["ws-core::broken"]
     code, statuses, _ = run("-p", "ws-core", "--test", "api", "--", "--exact", "nested::deeper")
     assert code == 0 and statuses == {"ws-core::api::nested::deeper": "passed"}
+    # a test file a test patch will add (not there yet): the package whose directory holds it
+    code, statuses, _ = run("--tests", "core/tests/added_later.rs")
+    assert {k for k in EXPECTED_WORKSPACE if k.startswith("ws-core::")} == set(statuses)
 
 
 def host_cargo() -> str | None:
