@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from streams.evaluation.recipes.model import TreeFiles
-from streams.evaluation.recipes.patched import apply_section, file_sections, overlaid, patched_files
+from streams.evaluation.recipes.patched import apply, file_patches, overlaid, patched_files
 
 pytestmark = pytest.mark.unit
 
@@ -100,6 +100,10 @@ def test_the_overlaid_tree_has_the_changed_files(repository: tuple[Path, str, st
 
 
 def test_sections_name_their_files() -> None:
-    diff = "diff --git a/x b/y\nsimilarity index 90%\ndiff --git a/z b/z\n--- a/z\n"
-    assert [(a, b) for a, b, _ in file_sections(diff)] == [("x", "y"), ("z", "z")]
-    assert apply_section("a\n", "diff --git a/z b/z\n--- a/z\n+++ /dev/null\n") is None
+    diff = (
+        "diff --git a/x b/y\nsimilarity index 90%\nrename from x\nrename to y\n"
+        "diff --git a/z b/z\n--- a/z\n"
+    )
+    assert [(p.old, p.new) for p in file_patches(diff)] == [("x", "y"), ("z", "z")]
+    (deleted,) = file_patches("diff --git a/z b/z\n--- a/z\n+++ /dev/null\n")
+    assert apply("a\n", deleted) is None

@@ -156,13 +156,24 @@ def _cargo_file(path: str) -> bool:
     return name in (MANIFEST, LOCKFILE, *TOOLCHAIN_FILES) or path in CONFIG_FILES
 
 
+_PULL_REQUEST_READ: weakref.WeakKeyDictionary[
+    TreeFiles, tuple[tuple[str, ...], CargoFacts | None]
+] = weakref.WeakKeyDictionary()
+
+
 def pull_request_facts(tree: TreeFiles, diffs: tuple[str, ...]) -> CargoFacts | None:
     """What the Cargo files of the tree ``diffs`` leave say, when they change a manifest or
-    the lockfile (a crate added); None when they change neither."""
+    the lockfile (a crate added); None when they change neither. Read once per tree and
+    diffs (a recipe is made per rustc, and again per remembered recipe)."""
+    known = _PULL_REQUEST_READ.get(tree)
+    if known is not None and known[0] == diffs:
+        return known[1]
     changed = patched_files(tree, diffs, _cargo_file)
-    if not any(posixpath.basename(p) in (MANIFEST, LOCKFILE) for p in changed):
-        return None
-    return read_cargo_facts(overlaid(tree, changed))
+    facts = None
+    if any(posixpath.basename(p) in (MANIFEST, LOCKFILE) for p in changed):
+        facts = read_cargo_facts(overlaid(tree, changed))
+    _PULL_REQUEST_READ[tree] = (diffs, facts)
+    return facts
 
 
 def _package(

@@ -32,8 +32,6 @@ Nothing raises on a malformed patch: what could be read is returned.
 from __future__ import annotations
 
 import bisect
-import re
-from dataclasses import dataclass, field
 
 from streams.evaluation.recipes.languages.rust.cargo import (
     CargoFacts,
@@ -43,36 +41,19 @@ from streams.evaluation.recipes.languages.rust.cargo import (
 )
 from streams.evaluation.recipes.languages.rust.inline import test_functions
 from streams.evaluation.recipes.model import TreeFiles
+from streams.evaluation.recipes.patched import FilePatch, file_patches
 
 __all__ = ["changed_tests"]
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 # a base file larger than this is taken as empty (its hunks alone are read): generated
 # tables, not hand-written tests
 _MAX_SOURCE = 8 << 20
-_OCTAL = re.compile(r"\\([0-7]{1,3})")
-# the escapes git writes in a C-quoted path (``core.quotePath``)
-_ESCAPES = dict(zip("ntabfrv", "\n\t\a\b\f\r\v", strict=True)) | {'"': '"', "\\": "\\"}
-
-
-@dataclass
-class _Hunk:
-    old_start: int
-    old_count: int
-    lines: list[str] = field(default_factory=list)  # each opens with " ", "-" or "+"
-
-
-@dataclass
-class _FilePatch:
-    old: str | None  # its path at the base; None: the patch adds it
-    new: str | None  # its path after; None: the patch deletes it
-    hunks: list[_Hunk] = field(default_factory=list)
 
 
 def changed_tests(tree: TreeFiles, test_patch: str) -> list[str]:
     """The ids of the test functions ``test_patch`` adds or changes in the ``.rs`` files of
     ``tree``'s packages (``tree``: the base the patch applies to), sorted."""
-    patches = {p.new: p for p in _file_patches(test_patch) if p.new and p.new.endswith(".rs")}
+    patches = {p.new: p for p in file_patches(test_patch) if p.new and p.new.endswith(".rs")}
     if not patches:
         return []  # no manifest read for a patch without Rust
     facts = cargo_facts_of(tree)
@@ -144,122 +125,7 @@ def _modules(parts: list[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-# -- the patch --------------------------------------------------------------------------------
-
-
-def _file_patches(patch: str) -> list[_FilePatch]:
-    """The files of a unified diff (git's or a plain one) with their hunks."""
-    files: list[_FilePatch] = []
-    current: _FilePatch | None = None
-    lines = patch.split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i].removesuffix("\r")
-        i += 1
-        if line.startswith("diff --git "):
-            old, new = _git_header_paths(line[len("diff --git ") :])
-            current = _FilePatch(old, new)
-            files.append(current)
-        elif line.startswith("--- ") and (current is None or current.hunks):
-            current = _FilePatch(_side_path(line[4:]), None)  # a plain diff's next file
-            files.append(current)
-        elif current is None:
-            continue
-        elif line.startswith("--- "):
-            current.old = _side_path(line[4:])
-        elif line.startswith("+++ "):
-            current.new = _side_path(line[4:])
-        elif line.startswith("rename from ") or line.startswith("copy from "):
-            current.old = _unquoted(line.split(" ", 2)[2])
-        elif line.startswith("rename to ") or line.startswith("copy to "):
-            current.new = _unquoted(line.split(" ", 2)[2])
-        elif line.startswith("new file mode"):
-            current.old = None
-        elif line.startswith("deleted file mode"):
-            current.new = None
-        elif (header := _HUNK.match(line)) is not None:
-            hunk, i = _hunk(header, lines, i)
-            current.hunks.append(hunk)
-    return files
-
-
-def _hunk(header: re.Match[str], lines: list[str], i: int) -> tuple[_Hunk, int]:
-    """The hunk whose header is ``header`` and body starts at ``lines[i]``, and the index
-    after it: read by the header's counts, so a body line ``--- x`` is no file's header."""
-    old_start, old_count, _, new_count = (int(g) if g is not None else 1 for g in header.groups())
-    hunk = _Hunk(old_start, old_count)
-    old_left, new_left = old_count, new_count
-    while (old_left > 0 or new_left > 0) and i < len(lines):
-        line = lines[i]
-        if line.startswith("\\"):  # \ No newline at end of file
-            i += 1
-            continue
-        tag = line[:1] or " "  # an empty context line some tools strip of its space
-        if tag == " ":
-            old_left, new_left = old_left - 1, new_left - 1
-        elif tag == "-":
-            old_left -= 1
-        elif tag == "+":
-            new_left -= 1
-        else:
-            break  # a hunk cut short
-        hunk.lines.append(tag + line[1:])
-        i += 1
-    return hunk, i
-
-
-def _git_header_paths(rest: str) -> tuple[str | None, str | None]:
-    """The paths of ``diff --git a/X b/Y`` (the ``---``/``+++`` lines, when there are, say it
-    again): a path with spaces is told by both halves naming the same file."""
-    if rest.startswith('"'):
-        close = _closing_quote(rest)
-        return _side_path(rest[: close + 1]), _side_path(rest[close + 1 :].strip())
-    middle = len(rest) // 2
-    if rest[middle : middle + 3] == " b/" and rest[2:middle] == rest[middle + 3 :]:
-        return rest[2:middle], rest[middle + 3 :]
-    old, _, new = rest.partition(" b/")
-    return _side_path(old), (new or None)
-
-
-def _closing_quote(text: str) -> int:
-    """The index of the ``"`` closing the C-quoted string opening ``text``."""
-    j = 1
-    while j < len(text) and text[j] != '"':
-        j += 2 if text[j] == "\\" else 1
-    return min(j, len(text) - 1)
-
-
-def _side_path(text: str) -> str | None:
-    """The path of a ``---``/``+++`` line (None: ``/dev/null``), without its ``a/``/``b/``."""
-    # a plain diff's timestamp follows a tab; a quoted name holds none (git writes it \t)
-    text = _unquoted(text.split("\t", 1)[0].strip())
-    if not text or text == "/dev/null":
-        return None
-    return text[2:] if text[:2] in ("a/", "b/") else text
-
-
-def _unquoted(text: str) -> str:
-    """A path as git C-quotes a name with odd characters: ``"t\\303\\251st.rs"``."""
-    if not (len(text) >= 2 and text.startswith('"') and text.endswith('"')):
-        return text
-    body = text[1:-1]
-    out = bytearray()
-    j = 0
-    while j < len(body):
-        octal = _OCTAL.match(body, j)
-        if octal is not None:
-            out.append(int(octal.group(1), 8) & 0xFF)
-            j = octal.end()
-        elif body[j] == "\\" and j + 1 < len(body):
-            out += _ESCAPES.get(body[j + 1], body[j + 1]).encode()
-            j += 2
-        else:
-            out += body[j].encode()
-            j += 1
-    return out.decode("utf-8", "replace")
-
-
-def _new_side(tree: TreeFiles, patch: _FilePatch) -> tuple[str, set[int]]:
+def _new_side(tree: TreeFiles, patch: FilePatch) -> tuple[str, set[int]]:
     """The file's text after the patch and the (1-based) lines of it the patch adds, blank
     ones aside; a base file the tree cannot give is taken as empty (its hunks' context and
     added lines are still read)."""
@@ -278,6 +144,8 @@ def _new_side(tree: TreeFiles, patch: _FilePatch) -> tuple[str, set[int]]:
             cursor = start
         for line in hunk.lines:
             tag, text = line[0], line[1:]
+            if tag == "\\":  # \ No newline at end of file
+                continue
             if tag != "+":
                 cursor += 1
             if tag == "-":

@@ -6,8 +6,8 @@ that fetches a Rust recipe's crates::
     python3 swe-cargo-git.py -- cargo fetch --locked
 
 Why: cargo loads every package of the workspace, so one git dependency of a member the pull
-request never tests (a fuzzing crate's ``libfuzzer-sys`` from GitHub, a ``ctest`` of a
-systest member) that cannot be cloned fails the fetch and every later test run of the whole
+request never tests (a fuzzing or a system-test member's dependency on a git host) that
+cannot be cloned fails the fetch and every later test run of the whole
 workspace. Each git source the lockfile (or, without one, a manifest) names is tried with a
 TCP connection to its host; one that cannot be reached is replaced (cargo's source
 replacement, in ``$CARGO_HOME/config.toml``, which every later cargo command of the image
