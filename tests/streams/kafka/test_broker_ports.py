@@ -3,13 +3,20 @@ outgoing connections, so another process's client cannot take it in between."""
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 from pathlib import Path
 
 import pytest
 
-from streams.kafka.broker import LISTEN_PORTS_FROM, ephemeral_ports, free_port
+from streams.kafka.broker import (
+    LISTEN_PORTS_FROM,
+    ephemeral_ports,
+    free_port,
+    listening_sockets,
+    listens_itself,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -56,3 +63,19 @@ def test_the_kernels_range_is_read_and_an_unreadable_one_is_none(tmp_path: Path)
     assert ephemeral_ports(ranges) is None
     assert ephemeral_ports(tmp_path / "missing") is None
     assert isinstance(free_port(), int)
+
+
+def test_a_listening_socket_is_told_to_be_this_processs_or_another_s(tmp_path: Path) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as mine:
+        mine.bind(("127.0.0.1", 0))
+        port = mine.getsockname()[1]
+        assert listens_itself(os.getpid(), port) is False  # bound, not yet listening
+        mine.listen()
+        assert listens_itself(os.getpid(), port) is True
+        assert listening_sockets(port)
+        parent = os.getppid()  # pytest's parent holds no socket on this port
+        assert listens_itself(parent, port) is False
+    assert listening_sockets(port) == set()
+    # where /proc cannot be read, nothing can be told
+    assert listening_sockets(port, proc=tmp_path) is None
+    assert listens_itself(os.getpid(), port, proc=tmp_path) is None

@@ -4,8 +4,10 @@ read back; refused and undelivered batches counted, never dropped."""
 from __future__ import annotations
 
 import signal
+import time
 import uuid
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaProducer
@@ -95,6 +97,16 @@ async def test_a_refused_batch_is_counted_as_failed(bootstrap: str) -> None:
     assert sorted(r for records in published.values() for r in records) == sorted(first)
 
 
+def frozen(pid: int, timeout: float = 10.0) -> bool:
+    """Whether the process is stopped by a signal (state T) within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T":
+            return True
+        time.sleep(0.01)
+    return False
+
+
 @pytest.mark.integration
 async def test_an_undelivered_batch_is_counted_as_failed() -> None:
     with EmbeddedBroker() as broker:  # its own broker: this test freezes it
@@ -110,6 +122,7 @@ async def test_an_undelivered_batch_is_counted_as_failed() -> None:
             assert await publisher.outcome() == PublishOutcome(50, 0, None)
             broker.process.send_signal(signal.SIGSTOP)
             try:
+                assert frozen(broker.process.pid)  # kill() returns before the stop takes hold
                 await publisher.add(pr_records(60, start=50))
                 outcome = await publisher.outcome()
             finally:
