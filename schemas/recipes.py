@@ -38,6 +38,7 @@ class RememberedRecipe(Record):
     node: str | None = Field(None, pattern=r"^\d+$", description="a JS/TS recipe's Node major")
     go: str | None = Field(None, pattern=r"^1\.\d+$", description="a Go recipe's go image")
     rust: str | None = Field(None, pattern=r"^1\.\d+$", description="a Rust recipe's rustc image")
+    java: str | None = Field(None, pattern=r"^\d+$", description="a Java recipe's JDK image")
     system_packages: list[NonEmptyStr] | None = None
     env: list[NonEmptyStr] | None = None
     install: list[NonEmptyStr] | None = None

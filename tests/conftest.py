@@ -258,6 +258,12 @@ def rust_images(docker_client: Any) -> dict[str, str]:
     return built_toolchain_images(docker_client, "rust")
 
 
+@pytest.fixture(scope="session")
+def java_images(docker_client: Any) -> dict[str, str]:
+    """Debian's OpenJDK and Maven image of every suite."""
+    return built_toolchain_images(docker_client, "java")
+
+
 # A real HTTP server on 127.0.0.1 serving the GH Archive fixture hours (with fault injection).
 from tests.fakes.gharchive_server import FakeGHArchive, gharchive_server  # noqa: E402, F401
 

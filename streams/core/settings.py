@@ -342,6 +342,17 @@ class DockerSettings(Section):
         "by `swe-stream images base --toolchains`); validation of Rust picks one that meets the "
         "crate's rust-version, edition and toolchain file",
     )
+    java_images: dict[str, str] = Field(
+        default_factory=lambda: {
+            "11": "swe-stream/java:bullseye",
+            "17": "swe-stream/java:bookworm",
+            "21": "swe-stream/java:trixie",
+            "25": "swe-stream/java:forky",
+        },
+        description="image per JDK (major: Debian's OpenJDK and Maven of each suite; built by "
+        "`swe-stream images base --toolchains`); validation of Java picks the oldest that "
+        "compiles the build's Java level",
+    )
     cache_level: Literal["none", "base", "env", "instance"] = Field(
         "env", description="image layers kept after a task (as SWE-bench's --cache_level)"
     )

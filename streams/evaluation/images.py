@@ -19,6 +19,7 @@ Run ``python -m streams.evaluation.images --help`` (or ``swe-stream images base`
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import shutil
@@ -441,13 +442,21 @@ def build_base_images(
             client.close()
 
 
+def _env_value(value: str) -> str:
+    """A value of a Dockerfile's ``ENV``, quoted where it has spaces or quotes."""
+    return json.dumps(value) if any(c in value for c in " \t\"'\\$") else value
+
+
 def toolchain_dockerfile(images: ToolchainImages, base_image: str, version: str) -> str:
-    """The Dockerfile of a toolchain image on ``base_image`` (a suite's base image)."""
+    """The Dockerfile of a toolchain image on ``base_image`` (a suite's base image); its
+    steps may name the suite's version as ``${TOOLCHAIN_VERSION}`` (OpenJDK's package)."""
+    named = any("${TOOLCHAIN_VERSION}" in step for step in images.steps)
     return "\n".join(
         [
             f"FROM {base_image}",
             *([f"# {images.note}"] if images.note else []),
-            *(f"ENV {name}={value}" for name, value in images.environment),
+            *([f"ARG TOOLCHAIN_VERSION={version}"] if named else []),
+            *(f"ENV {name}={_env_value(value)}" for name, value in images.environment),
             "RUN " + " && ".join(images.steps),
             f'LABEL {images.label}="{version}"',
             "",

@@ -211,6 +211,78 @@ RUST_FIX: dict[str, str | None] = {
         "    assert_eq!(fahrenheit_to_celsius(212.0), 100.0);\n}\n"
     ),
 }
+# the Java twin: a Maven project with JUnit 5 from Maven Central, a parameterized test and a
+# nested class
+JAVA_POM = """<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>demo</groupId>
+  <artifactId>units</artifactId>
+  <version>0.1.0</version>
+  <properties>
+    <maven.compiler.source>1.8</maven.compiler.source>
+    <maven.compiler.target>1.8</maven.compiler.target>
+    <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>
+  </properties>
+  <dependencies>
+    <dependency>
+      <groupId>org.junit.jupiter</groupId>
+      <artifactId>junit-jupiter</artifactId>
+      <version>5.10.2</version>
+      <scope>test</scope>
+    </dependency>
+  </dependencies>
+  <build>
+    <plugins>
+      <plugin>
+        <groupId>org.apache.maven.plugins</groupId>
+        <artifactId>maven-surefire-plugin</artifactId>
+        <version>3.2.5</version>
+      </plugin>
+    </plugins>
+  </build>
+</project>
+"""
+JAVA_TEMPERATURE = "src/main/java/demo/Temperature.java"
+JAVA_TEST = "src/test/java/demo/TemperatureTest.java"
+JAVA_BASE = {
+    "README.md": "# units\n\nConversions between units of measure.\n",
+    "pom.xml": JAVA_POM,
+    JAVA_TEMPERATURE: (
+        "package demo;\n\n/** Conversions between temperature scales. */\n"
+        "public final class Temperature {\n    private Temperature() {}\n\n"
+        "    public static double celsiusToFahrenheit(double c) {\n"
+        "        return c * 9 / 5 + 32;\n    }\n\n"
+        "    public static double fahrenheitToCelsius(double f) {\n"
+        "        return f - 32 * 5 / 9;\n    }\n}\n"
+    ),
+    JAVA_TEST: (
+        "package demo;\n\nimport static org.junit.jupiter.api.Assertions.assertEquals;\n\n"
+        "import org.junit.jupiter.api.Nested;\nimport org.junit.jupiter.api.Test;\n"
+        "import org.junit.jupiter.params.ParameterizedTest;\n"
+        "import org.junit.jupiter.params.provider.CsvSource;\n\n"
+        "class TemperatureTest {\n    @Test\n    void freezingPoint() {\n"
+        "        assertEquals(32.0, Temperature.celsiusToFahrenheit(0), 1e-9);\n    }\n\n"
+        '    @ParameterizedTest\n    @CsvSource({"100, 212", "-40, -40"})\n'
+        "    void toFahrenheit(double c, double f) {\n"
+        "        assertEquals(f, Temperature.celsiusToFahrenheit(c), 1e-9);\n    }\n\n"
+        "    @Nested\n    class Body {\n        @Test\n        void normal() {\n"
+        "            assertEquals(98.6, Temperature.celsiusToFahrenheit(37), 1e-9);\n"
+        "        }\n    }\n}\n"
+    ),
+}
+JAVA_FIX: dict[str, str | None] = {
+    JAVA_TEMPERATURE: JAVA_BASE[JAVA_TEMPERATURE].replace(
+        "return f - 32 * 5 / 9;", "return (f - 32) * 5 / 9;"
+    ),
+    JAVA_TEST: JAVA_BASE[JAVA_TEST].replace(
+        "    @Nested\n",
+        '    @ParameterizedTest\n    @CsvSource({"212, 100", "32, 0"})\n'
+        "    void toCelsius(double f, double c) {\n"
+        "        assertEquals(c, Temperature.fahrenheitToCelsius(f), 1e-9);\n    }\n\n"
+        "    @Nested\n",
+    ),
+}
 DEMO_PROJECTS: dict[str, DemoProject] = {
     "python": DemoProject("swe-stream-demo/units", "Python", PYTHON_BASE, PYTHON_FIX, TITLE, BODY),
     "javascript": DemoProject(
@@ -236,6 +308,14 @@ DEMO_PROJECTS: dict[str, DemoProject] = {
         RUST_FIX,
         "Fix fahrenheit_to_celsius operator precedence",
         BODY,
+    ),
+    "java": DemoProject(
+        "swe-stream-demo/units-java",
+        "Java",
+        JAVA_BASE,
+        JAVA_FIX,
+        "Fix fahrenheitToCelsius operator precedence",
+        BODY.replace("fahrenheit_to_celsius", "fahrenheitToCelsius"),
     ),
 }
 DEMO_REPO = DEMO_PROJECTS["python"].repo

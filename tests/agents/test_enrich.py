@@ -116,14 +116,14 @@ def test_languages_take_javascript_and_typescript(
     decoded: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The default keeps the languages validation can prove (the registered ones: Go, Rust,
-    Python, JavaScript, TypeScript: tests/streams/evaluation/test_js_validate.py,
-    test_go_validate.py, test_rust_validate.py);
+    Java, Python, JavaScript, TypeScript: tests/streams/evaluation/test_js_validate.py,
+    test_go_validate.py, test_rust_validate.py, test_java_validate.py);
     the setting takes the names GitHub gives, from YAML or a comma list."""
     from streams.core.settings import load_settings
 
     assert EnrichSettings().languages is None
     assert EnrichRules.from_settings(EnrichSettings()).languages == {
-        "go", "rust", "python", "javascript", "typescript"
+        "go", "rust", "java", "python", "javascript", "typescript"
     }  # fmt: skip
     monkeypatch.setenv("SWE_STREAM_ENRICH_LANGUAGES", "Python,TypeScript")
     assert load_settings().enrich.languages == ["Python", "TypeScript"]

@@ -150,6 +150,11 @@ class TreeFiles:
             self._container_tar = out.getvalue()
         return self._container_tar
 
+    def size(self, path: str) -> int | None:
+        """The size of a file of the tree in bytes (None: no such file)."""
+        member = self._members.get(self._links.get(path, path))
+        return member.size if member is not None else None
+
     def read(self, path: str, limit: int = 1 << 20) -> bytes | None:
         member = self._members.get(self._links.get(path, path))
         if member is None or member.size > limit:

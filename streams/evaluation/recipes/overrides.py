@@ -9,6 +9,7 @@ A YAML file (``validation.overrides_file``)::
         node: "20"                     # the only Node major tried (JavaScript / TypeScript)
         go: "1.24"                     # the only go image tried (Go)
         rust: "1.85"                   # the only rustc image tried (Rust)
+        java: "17"                     # the only JDK image tried (Java)
         system_packages: [gettext]     # Debian packages of the env image
         env: ["uv pip install -r requirements/tests.txt"]   # env image commands
         install: ["uv pip install -e ."]                   # instance image, in /testbed
@@ -54,6 +55,7 @@ class RepositoryOverride(BaseModel):
     node: str | None = Field(None, pattern=r"^\d+$")  # a Node major: "20"
     go: str | None = Field(None, pattern=r"^1\.\d+$")  # a go image's major.minor: "1.24"
     rust: str | None = Field(None, pattern=r"^1\.\d+$")  # a rustc image's major.minor: "1.85"
+    java: str | None = Field(None, pattern=r"^\d+$")  # a JDK image's major: "17"
     system_packages: list[str] | None = None
     env: list[str] | None = None
     install: list[str] | None = None
@@ -103,7 +105,7 @@ WRONG_INTERPRETER = "interpreter_of_another_language"  # python for Node's, node
 
 
 # the toolchains an override may name, a field each
-INTERPRETER_FIELDS = ("python", "node", "go", "rust")
+INTERPRETER_FIELDS = ("python", "node", "go", "rust", "java")
 
 
 def interpreter_problem(language: str, override: RepositoryOverride) -> str | None:

@@ -251,3 +251,36 @@ def overlaid(tree: TreeFiles, files: Mapping[str, bytes | None]) -> TreeFiles:
                 info.size = len(content)
                 target.addfile(info, io.BytesIO(content))
     return TreeFiles(out.getvalue())
+
+
+def new_side(tree: TreeFiles, patch: FilePatch, max_source: int) -> tuple[str, set[int]]:
+    """The file's text after the patch and the (1-based) lines of it the patch adds, blank
+    ones aside, for the tests a patch changes; a base file the tree cannot give (or larger
+    than ``max_source``) is taken as empty (its hunks' context and added lines are still
+    read). Unlike ``apply`` it never refuses a hunk."""
+    base: list[str] = []
+    if patch.old is not None:
+        data = tree.read(patch.old, max_source) if tree.has(patch.old) else None
+        base = data.decode("utf-8", "replace").split("\n") if data is not None else []
+    out: list[str] = []
+    added: set[int] = set()
+    cursor = 0  # the index of the next base line not yet copied or removed
+    for hunk in patch.hunks:
+        # a hunk that removes nothing inserts after its old start line; others begin at it
+        start = hunk.old_start if hunk.old_count == 0 else max(hunk.old_start - 1, 0)
+        if start > cursor:
+            out.extend(base[cursor:start])
+            cursor = start
+        for line in hunk.lines:
+            tag, text = line[0], line[1:]
+            if tag == "\\":  # \ No newline at end of file
+                continue
+            if tag != "+":
+                cursor += 1
+            if tag == "-":
+                continue
+            out.append(text)
+            if tag == "+" and text.strip():
+                added.add(len(out))
+    out.extend(base[cursor:])
+    return "\n".join(out), added

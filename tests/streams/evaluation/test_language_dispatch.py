@@ -48,6 +48,10 @@ def package(scripts: dict[str, str], **fields: Any) -> str:
         # a Go module with a Python script and a docs site's package.json is tested with go
         ({"go.mod": "module m\n", "main.go": "", "gen.py": "", "package.json": "{}"}, "Go"),
         ({"README.md": "", "gen.rs": ""}, None),
+        # a Maven project with a docs site's package.json and a script's pyproject.toml
+        ({"pom.xml": "<project/>", "src/A.java": "", "package.json": "{}"}, "Java"),
+        ({"build.gradle": "", "src/A.java": "", "setup.py": ""}, "Java"),  # rejected later
+        ({"pom.xml": "<project/>", "README.md": ""}, None),  # no Java source
     ],
 )
 def test_the_first_language_whose_detector_accepts_the_tree(
@@ -55,7 +59,7 @@ def test_the_first_language_whose_detector_accepts_the_tree(
 ) -> None:
     found = language_of(tree(files))
     assert (found.name if found else None) == language
-    assert [lang.name for lang in languages()][:4] == ["Go", "Rust", "Python", "JavaScript"]
+    assert [lang.name for lang in languages()][:5] == ["Go", "Rust", "Java", "Python", "JavaScript"]
 
 
 def test_infer_recipes_dispatches_to_the_javascript_chain() -> None:

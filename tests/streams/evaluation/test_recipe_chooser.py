@@ -253,7 +253,13 @@ def test_what_is_set_on_the_validator_reaches_its_parts() -> None:
     assert validator.chooser.pipeline_version == validator.prover.pipeline_version == 2
     given = TreeFiles(archive(JS_TREE))
     validator.tree = lambda repo, commit: given  # type: ignore[assignment]
-    images = {"python": dict(PYTHONS), "node": {"18": "n:bookworm"}, "go": {}, "rust": {}}
+    images = {
+        "python": dict(PYTHONS),
+        "node": {"18": "n:bookworm"},
+        "go": {},
+        "rust": {},
+        "java": {},
+    }
     validator.toolchain_images = lambda toolchain: images[toolchain]  # type: ignore[assignment]
     tree, recipes = validator.recipes("o/r", COMMIT)
     assert tree is given and {r.base_image for r in recipes} == {"n:bookworm"}

@@ -244,3 +244,15 @@ def read_ci(tree: SourceTree) -> CIConfig:
             files.append(name)
             jobs.extend(reader(tree, name))
     return CIConfig(files, jobs)
+
+
+def matrix_values(matrix: Any, key: str) -> list[str]:
+    """Every value a GitHub matrix gives ``key`` (its list and its ``include`` entries')."""
+    if not isinstance(matrix, dict):
+        return []
+    given = matrix.get(key)
+    values = list(given) if isinstance(given, list) else []
+    for entry in matrix.get("include") or []:
+        if isinstance(entry, dict) and key in entry:
+            values.append(entry[key])
+    return [str(v) for v in values if v not in (None, "")]

@@ -41,7 +41,7 @@ from streams.evaluation.recipes.languages.rust.cargo import (
 )
 from streams.evaluation.recipes.languages.rust.inline import test_functions
 from streams.evaluation.recipes.model import TreeFiles
-from streams.evaluation.recipes.patched import FilePatch, file_patches
+from streams.evaluation.recipes.patched import file_patches, new_side
 
 __all__ = ["changed_tests"]
 
@@ -66,7 +66,7 @@ def changed_tests(tree: TreeFiles, test_patch: str) -> list[str]:
         if where is None:
             continue
         prefix, modules = where
-        text, added = _new_side(tree, patch)
+        text, added = new_side(tree, patch, _MAX_SOURCE)
         lines = sorted(added)
         for test in test_functions(text):
             first = bisect.bisect_left(lines, test.start)  # the first added line in its range?
@@ -123,35 +123,3 @@ def _modules(parts: list[str]) -> tuple[str, ...]:
     if names[-1] == "mod" or (len(names) == 1 and names[0] in ("main", "lib")):
         names.pop()
     return tuple(names)
-
-
-def _new_side(tree: TreeFiles, patch: FilePatch) -> tuple[str, set[int]]:
-    """The file's text after the patch and the (1-based) lines of it the patch adds, blank
-    ones aside; a base file the tree cannot give is taken as empty (its hunks' context and
-    added lines are still read)."""
-    base: list[str] = []
-    if patch.old is not None:
-        data = tree.read(patch.old, _MAX_SOURCE) if tree.has(patch.old) else None
-        base = data.decode("utf-8", "replace").split("\n") if data is not None else []
-    out: list[str] = []
-    added: set[int] = set()
-    cursor = 0  # the index of the next base line not yet copied or removed
-    for hunk in patch.hunks:
-        # a hunk that removes nothing inserts after its old start line; others begin at it
-        start = hunk.old_start if hunk.old_count == 0 else max(hunk.old_start - 1, 0)
-        if start > cursor:
-            out.extend(base[cursor:start])
-            cursor = start
-        for line in hunk.lines:
-            tag, text = line[0], line[1:]
-            if tag == "\\":  # \ No newline at end of file
-                continue
-            if tag != "+":
-                cursor += 1
-            if tag == "-":
-                continue
-            out.append(text)
-            if tag == "+" and text.strip():
-                added.add(len(out))
-    out.extend(base[cursor:])
-    return "\n".join(out), added

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from streams.evaluation.recipes.model import TreeFiles
-from streams.evaluation.recipes.sources.ci import read_ci
+from streams.evaluation.recipes.sources.ci import matrix_values, read_ci
 from streams.evaluation.recipes.sources.shell import split_commands
 from streams.evaluation.recipes.sources.tree import SourceTree
 
@@ -40,18 +40,6 @@ def declared_features(tree: TreeFiles) -> list[str]:
     except tomllib.TOMLDecodeError:
         return []
     return [name for name in table if name != "default"] if isinstance(table, dict) else []
-
-
-def matrix_values(matrix: Any, key: str) -> list[str]:
-    """Every value a GitHub matrix gives ``key`` (its list and its ``include`` entries')."""
-    if not isinstance(matrix, dict):
-        return []
-    given = matrix.get(key)
-    values = list(given) if isinstance(given, list) else []
-    for entry in matrix.get("include") or []:
-        if isinstance(entry, dict) and key in entry:
-            values.append(entry[key])
-    return [str(v) for v in values if v not in (None, "")]
 
 
 def _expanded(word: str, matrix: Any) -> str:
