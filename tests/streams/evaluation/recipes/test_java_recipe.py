@@ -313,3 +313,17 @@ def test_the_tests_a_test_patch_adds_or_changes(tmp_path: Path) -> None:
         ["git", "-C", str(root), "diff"], check=True, capture_output=True, text=True
     ).stdout
     assert changed_tests(tree, patch) == ["demo.TemperatureTest#toCelsius"]
+
+
+def test_a_parent_pom_no_repository_has_is_the_runs_cause() -> None:
+    """A real run (jackson-core's base of a 2023 PR): its parent, a -SNAPSHOT, was only ever
+    in Sonatype's snapshot repository."""
+    from streams.evaluation.failures import failure_cause
+
+    output = (DATA / "snapshot-parent.log").read_text()
+    assert parse_surefire_log(output) == {}
+    assert failure_cause("tests_did_not_run", output) == (
+        "the parent POM cannot be resolved (com.fasterxml.jackson:jackson-base:pom:"
+        "2.16.2-SNAPSHOT): a snapshot only a snapshot repository had, or a repository that is "
+        "not reachable"
+    )

@@ -86,6 +86,12 @@ class Java(Language):
         ),
         Cause(
             "tests_did_not_run",
+            r"Non-resolvable parent POM for \S+: .*?artifact (\S+) has not been downloaded",
+            "the parent POM cannot be resolved ({0}): a snapshot only a snapshot repository "
+            "had, or a repository that is not reachable",
+        ),
+        Cause(
+            "tests_did_not_run",
             r"Cannot access (\S+) in offline mode",
             "an artifact the tests need was not resolved ahead ({0})",
         ),
