@@ -327,3 +327,19 @@ def test_a_parent_pom_no_repository_has_is_the_runs_cause() -> None:
         "2.16.2-SNAPSHOT): a snapshot only a snapshot repository had, or a repository that is "
         "not reachable"
     )
+
+
+def test_the_jdk_images_dockerfile_names_its_version_and_quotes_its_variables() -> None:
+    from streams.evaluation.images import toolchain_dockerfile
+    from streams.evaluation.recipes.languages.java.toolchain import JAVA_IMAGES, TOOLCHAINS
+
+    dockerfile = toolchain_dockerfile(JAVA_IMAGES, "swe-stream/base:trixie", "21")
+    lines = dockerfile.splitlines()
+    assert "ARG TOOLCHAIN_VERSION=21" in lines
+    assert 'ENV MAVEN_OPTS="-Dmaven.repo.local=/opt/swe-m2/repository -Xmx1g"' in lines
+    run = next(line for line in lines if line.startswith("RUN "))
+    assert "openjdk-${TOOLCHAIN_VERSION}-jdk-headless maven" in run
+    # the toolchains file names the image's major, not what a JVM prints
+    assert f'"$TOOLCHAIN_VERSION" "$home" > {TOOLCHAINS}' in run
+    go = toolchain_dockerfile(language_named("Go").toolchain_images, "b:forky", "1.27")  # type: ignore[union-attr, arg-type]
+    assert "ARG TOOLCHAIN_VERSION" not in go

@@ -23,13 +23,13 @@ DEBIAN_MAVEN = {"bullseye": "3.6.3", "bookworm": "3.8.7", "trixie": "3.9.9", "fo
 MAVEN_REPOSITORY = "/opt/swe-m2/repository"
 TOOLCHAINS = "/usr/share/maven/conf/toolchains.xml"
 
-# the JDK's home, from javac's resolved path, named as the one JDK of Maven's toolchains
+# the JDK's home, from javac's resolved path, named as the one JDK of Maven's toolchains (its
+# version: the image's major, which a build's range such as [17,22) is matched against)
 _TOOLCHAINS_STEP = (
     'home="$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")" && '
-    "major=\"$(javac -version 2>&1 | sed -E 's/^javac ([0-9]+).*/\\1/')\" && "
     "printf '<toolchains><toolchain><type>jdk</type><provides><version>%s</version>"
     "<vendor>openjdk</vendor></provides><configuration><jdkHome>%s</jdkHome>"
-    f'</configuration></toolchain></toolchains>\\n\' "$major" "$home" > {TOOLCHAINS}'
+    f'</configuration></toolchain></toolchains>\\n\' "$TOOLCHAIN_VERSION" "$home" > {TOOLCHAINS}'
 )
 
 # The JVM trusts its own keystore, not the system's PEM bundle: a CA the base image was given
@@ -82,7 +82,9 @@ JAVA_IMAGES = ToolchainImages(
     environment=(
         # the image's repository, a Maven JVM of modest size
         ("MAVEN_OPTS", f"-Dmaven.repo.local={MAVEN_REPOSITORY} -Xmx1g"),
-        ("JAVA_TOOL_OPTIONS", "-Dfile.encoding=UTF-8"),
+        # UTF-8 file and console encodings on JDK 11 and 17 too (their default follows the
+        # locale), without JAVA_TOOL_OPTIONS, whose notice every JVM would print
+        ("LANG", "C.UTF-8"),
     ),
     note="Maven's repository is the image's (MAVEN_OPTS); the JDK is named in its toolchains",
 )
