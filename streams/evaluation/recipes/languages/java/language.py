@@ -54,6 +54,7 @@ class JavaFacts:
     maven: MavenFacts
     need: int | None
     why: list[str]
+    warm_up: list[str]  # one test class per module, for the instance layer (read once)
 
 
 class Java(Language):
@@ -111,7 +112,7 @@ class Java(Language):
             gradle = tuple(name for name in GRADLE_FILES if tree.has(name))
             return GradleBuild(gradle) if gradle else None
         need, why = needed_java(maven, ci_java_versions(tree))
-        return JavaFacts(maven, need, why)
+        return JavaFacts(maven, need, why, warm_up_classes(maven, tree))
 
     def versions(self, facts: Any, inputs: Inputs) -> list[str | None]:
         if not isinstance(facts, JavaFacts):
@@ -126,8 +127,7 @@ class Java(Language):
         self, tree: TreeFiles, facts: Any, version: str | None, inputs: Inputs
     ) -> InstallRecipe:
         images = inputs.images_of(self.toolchain)
-        warm_up = warm_up_classes(facts.maven, tree)
-        return java_recipe(facts.maven, version or "", images, facts.need, facts.why, warm_up)
+        return java_recipe(facts.maven, version or "", images, facts.need, facts.why, facts.warm_up)
 
     def infer(self, tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any]:
         from streams.evaluation.recipes.overrides import apply_override

@@ -5,7 +5,7 @@ module's Java level (``maven.compiler.release`` / ``source`` / ``target`` / ``te
 references resolved through the POMs of the tree a module inherits from), the JDK versions a
 toolchains plugin asks for, and the Maven configuration of ``.mvn/``.
 
-A parent POM outside the tree (``commons-parent``, ``jackson-base``) is not read: a level it
+A parent POM outside the tree (an organisation's shared parent) is not read: a level it
 alone sets is unknown here, and the JDK is then chosen from the CI's ``setup-java``.
 """
 
