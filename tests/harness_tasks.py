@@ -19,7 +19,7 @@ from streams.clients.git import RepoCache
 from streams.core.settings import DockerSettings, ExtractSettings, ValidateSettings
 from streams.evaluation.environments import INSTANCE_REPOSITORY, process_tag
 from streams.evaluation.harness import RUN_LABEL, HarnessEngine, HarnessOptions
-from streams.evaluation.sandbox import Limits
+from streams.evaluation.sandbox import Limits, listed_image_tags
 from streams.evaluation.taskdir import write_task_dir
 from streams.evaluation.validator import Validator
 from streams.offline.local_repo import PullRequestRepo
@@ -107,8 +107,8 @@ def our_instance_images(docker_client: Any) -> set[str]:
     """The instance images this process built and has not dropped."""
     return {
         tag
-        for image in docker_client.images.list(name=INSTANCE_REPOSITORY)
-        for tag in image.tags
+        for _, tags in listed_image_tags(docker_client, INSTANCE_REPOSITORY)
+        for tag in tags
         if tag.endswith(process_tag())
     }
 

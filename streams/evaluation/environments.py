@@ -40,7 +40,7 @@ from typing import Any
 from streams.core import metrics
 from streams.evaluation.image_builds import BuildPlan, ImageBuild, ImageBuildError
 from streams.evaluation.recipes.model import ENV_DIR, TESTBED, VENV, InstallRecipe, TreeFiles
-from streams.evaluation.sandbox import OWNER_LABEL, owner_label
+from streams.evaluation.sandbox import OWNER_LABEL, listed_image_tags, owner_label
 
 log = logging.getLogger("swe_stream.environments")
 
@@ -334,13 +334,13 @@ def kept_tags(client: Any, instance_id: str) -> list[str]:
     env = re.compile(re.escape(ENV_REPOSITORY) + ":.*-[0-9a-f]{16}")
     instances: list[str] = []
     envs: list[str] = []
-    for image in client.images.list(name=INSTANCE_REPOSITORY):
-        tags = [tag for tag in image.tags if instance.fullmatch(tag)]
+    for image_id, image_tags in listed_image_tags(client, INSTANCE_REPOSITORY):
+        tags = [tag for tag in image_tags if instance.fullmatch(tag)]
         if not tags:
             continue
         instances += tags
         try:
-            parent = client.images.get(client.images.get(image.id).attrs.get("Parent") or "")
+            parent = client.images.get(client.images.get(image_id).attrs.get("Parent") or "")
         except (docker.errors.ImageNotFound, docker.errors.NullResource):
             continue
         envs += [tag for tag in parent.tags if env.fullmatch(tag) and tag not in envs]

@@ -83,6 +83,14 @@ def listed_containers(client: Any, label: str) -> list[dict[str, Any]]:
     return containers
 
 
+def listed_image_tags(client: Any, repository: str) -> list[tuple[str, list[str]]]:
+    """``(id, tags)`` of the images of ``repository``, as the engine lists them. The low-level
+    list: the high-level one inspects each image it lists, and one that another process
+    removes in between (a dropped instance image after its task) fails the whole listing."""
+    images: list[dict[str, Any]] = client.api.images(name=repository)
+    return [(image["Id"], list(image.get("RepoTags") or [])) for image in images]
+
+
 def _remove(client: Any, container_id: str) -> bool:
     import docker.errors
 

@@ -28,6 +28,7 @@ from streams.evaluation.prebuild import (
     read_task_sources,
     summary_line,
 )
+from streams.evaluation.sandbox import listed_image_tags
 from streams.evaluation.taskdir import WORKSPACE, export_task, load_workspace
 from streams.evaluation.validator import ValidationFailed, Validator, task_environment
 from tests.conftest import REPO_ROOT, SWE_STREAM
@@ -83,8 +84,8 @@ def remove_images(docker_client: Any, token: str, *tags: str) -> None:
     """This test's instance images (the token is in their instance ids), and ``tags``."""
     import docker.errors
 
-    for image in docker_client.images.list(name=INSTANCE_REPOSITORY):
-        tags += tuple(tag for tag in image.tags if token in tag)
+    for _, image_tags in listed_image_tags(docker_client, INSTANCE_REPOSITORY):
+        tags += tuple(tag for tag in image_tags if token in tag)
     for tag in tags:
         with contextlib.suppress(docker.errors.ImageNotFound):
             docker_client.images.remove(tag, force=True)

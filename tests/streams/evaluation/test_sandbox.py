@@ -167,3 +167,59 @@ def test_workers_removing_the_same_orphans_at_once_all_succeed(
     left = {c["Id"] for c in listed_containers(docker_client, f"{OWNER_LABEL}={dead_owner}")}
     assert left == set()
     assert not orphans & {c["Id"] for c in docker_client.api.containers(all=True)}
+
+
+@pytest.mark.docker
+def test_images_removed_while_they_are_listed_do_not_fail_the_listing(
+    docker_client: Any, base_image: str
+) -> None:
+    """Other processes remove their dropped images at any moment: listing a repository's tags
+    must not fail when an image listed is gone before it is looked at (the high-level list
+    inspects each image it lists, and failed a CI run for it)."""
+    import secrets
+    import threading
+
+    import docker.errors
+
+    from streams.evaluation.sandbox import listed_image_tags
+
+    repository = f"swe-stream-test/listing-{secrets.token_hex(4)}"
+    container = docker_client.api.create_container(base_image, ["true"])["Id"]
+    try:
+        tags = []
+        for number in range(16):  # distinct images: each commit carries its own label
+            docker_client.api.commit(
+                container, repository, f"t{number}", changes=[f"LABEL n={number}"]
+            )
+            tags.append(f"{repository}:t{number}")
+    finally:
+        docker_client.api.remove_container(container, force=True)
+    assert {tag for _, found in listed_image_tags(docker_client, repository) for tag in found} == (
+        set(tags)
+    )
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def lister() -> None:
+        while not done.is_set():
+            try:
+                listed_image_tags(docker_client, repository)
+            except BaseException as error:  # the race this test is about
+                errors.append(error)
+                return
+
+    threads = [threading.Thread(target=lister) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    try:
+        for tag in tags:
+            try:
+                docker_client.api.remove_image(tag, force=True)
+            except docker.errors.NotFound:
+                pass
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join(timeout=60)
+    assert errors == []
+    assert listed_image_tags(docker_client, repository) == []
