@@ -150,3 +150,64 @@ def test_a_multi_module_build_whose_test_patch_does_not_compile_without_the_fix(
     assert task.install_config is not None
     assert task.install_config.base_image == java_images["17"]  # release 17
     assert "java-level:17" in task.install_config.recipe
+
+
+SNAPSHOT_PARENT_POM = """<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <parent>
+    <groupId>org.sonatype.oss</groupId>
+    <artifactId>oss-parent</artifactId>
+    <version>9-SNAPSHOT</version>
+  </parent>
+  <groupId>demo.snap</groupId>
+  <artifactId>snap</artifactId>
+  <version>1.0.0</version>
+</project>
+"""
+
+
+def test_a_snapshot_parent_no_repository_has_is_resolved_offline_through_its_release(
+    docker_client: Any, java_images: dict[str, str]
+) -> None:
+    """The env layer's stand-in, in the real image against Maven Central: before it, the build
+    cannot resolve the snapshot parent (Central has no snapshots); after it, it builds from
+    the local repository (the offline runs' too)."""
+    import io
+    import tarfile
+
+    from streams.evaluation.recipes.languages.java.recipe import PARENT_SCRIPT, runner_program
+
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w") as tar:
+        for name, data in (
+            ("pom.xml", SNAPSHOT_PARENT_POM.encode()),
+            (PARENT_SCRIPT, runner_program("swe_mvn_parent.py")),
+        ):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    container = docker_client.containers.create(
+        java_images["11"], ["sleep", "300"], working_dir="/p", network_mode="bridge"
+    )
+    try:
+        container.start()
+        container.exec_run("mkdir -p /p")
+        assert container.put_archive("/p", archive.getvalue())
+        validate = "mvn -B -q validate"
+        before = container.exec_run(["bash", "-c", validate], workdir="/p")
+        assert before.exit_code != 0
+        assert b"oss-parent:pom:9-SNAPSHOT" in before.output, before.output[-2000:]
+        stood = container.exec_run(
+            ["python3", PARENT_SCRIPT, "org.sonatype.oss:oss-parent:9-SNAPSHOT"], workdir="/p"
+        )
+        assert stood.exit_code == 0, stood.output[-2000:]
+        assert b"oss-parent:9 stands in for 9-SNAPSHOT" in stood.output
+        after = container.exec_run(["bash", "-c", validate], workdir="/p")
+        assert after.exit_code == 0, after.output[-2000:]
+        again = container.exec_run(
+            ["python3", PARENT_SCRIPT, "org.sonatype.oss:oss-parent:9-SNAPSHOT"], workdir="/p"
+        )
+        assert b"is in the local repository" in again.output
+    finally:
+        container.remove(force=True)

@@ -343,3 +343,58 @@ def test_the_jdk_images_dockerfile_names_its_version_and_quotes_its_variables() 
     assert f'"$TOOLCHAIN_VERSION" "$home" > {TOOLCHAINS}' in run
     go = toolchain_dockerfile(language_named("Go").toolchain_images, "b:forky", "1.27")  # type: ignore[union-attr, arg-type]
     assert "ARG TOOLCHAIN_VERSION" not in go
+
+
+def test_a_snapshot_parent_outside_the_reactor_is_stood_in_for_by_its_release(
+    tmp_path: Path,
+) -> None:
+    shared = "<parent><groupId>org.acme</groupId><artifactId>acme-base</artifactId>"
+    inner = "<parent><groupId>g</groupId><artifactId>lib</artifactId><version>1</version></parent>"
+    files = {
+        "pom.xml": pom(
+            "<packaging>pom</packaging><modules><module>core</module></modules>",
+            parent=f"{shared}<version>2.15.0-SNAPSHOT</version></parent>",
+        ),
+        "core/pom.xml": pom(artifact="core", parent=inner),  # the reactor's own parent
+        "core/src/main/java/A.java": SOURCE,
+    }
+    facts = read_maven_facts(tree_of(tmp_path / "facts", files))
+    assert facts is not None
+    assert facts.snapshot_parents_outside() == ["org.acme:acme-base:2.15.0-SNAPSHOT"]
+    found, _ = recipes(tmp_path / "recipes", files)
+    first = found[0]
+    assert "swe-mvn-parent.py" in first.dependency_files
+    assert first.env_commands[0] == (
+        f"cd {ENV_DIR} && python3 swe-mvn-parent.py org.acme:acme-base:2.15.0-SNAPSHOT || true"
+    )
+    assert "dependency:go-offline" in first.env_commands[1]
+    # a released parent is resolved as it is
+    released = {**files, "pom.xml": files["pom.xml"].replace("2.15.0-SNAPSHOT", "2.15.0")}
+    found, _ = recipes(tmp_path / "released", released)
+    assert "swe-mvn-parent.py" not in found[0].dependency_files
+    assert len(found[0].env_commands) == 1
+
+
+def test_the_stand_in_pom_takes_the_snapshots_version_and_keeps_its_parents() -> None:
+    import xml.etree.ElementTree as ElementTree
+
+    from streams.evaluation.recipes.languages.java.swe_mvn_parent import with_version
+
+    namespace = "{http://maven.apache.org/POM/4.0.0}"
+    inherits = (
+        b'<project xmlns="http://maven.apache.org/POM/4.0.0"><parent><groupId>o</groupId>'
+        b"<artifactId>bom</artifactId><version>2.15.0</version></parent>"
+        b"<artifactId>base</artifactId><packaging>pom</packaging></project>"
+    )
+    project = ElementTree.fromstring(with_version(inherits, "2.15.0-SNAPSHOT"))
+    assert [c.tag.removeprefix(namespace) for c in project] == [
+        "parent", "artifactId", "version", "packaging"
+    ]  # fmt: skip
+    assert project.findtext(f"{namespace}version") == "2.15.0-SNAPSHOT"
+    assert project.findtext(f"{namespace}parent/{namespace}version") == "2.15.0"
+    own = b"<project><artifactId>base</artifactId><version>7</version></project>"
+    assert ElementTree.fromstring(with_version(own, "7-SNAPSHOT")).findtext("version") == (
+        "7-SNAPSHOT"
+    )
+    with pytest.raises(ValueError):
+        with_version(b"<project><packaging>pom</packaging></project>", "1-SNAPSHOT")

@@ -49,6 +49,8 @@ class PomModule:
 
     directory: str  # "." for the root
     artifact_id: str = ""
+    group_id: str = ""  # its own, else its parent's
+    parent: tuple[str, str, str] | None = None  # the parent's group, artifact and version
     packaging: str = "jar"
     modules: list[str] = field(default_factory=list)  # child directories, from the root
     properties: dict[str, str] = field(default_factory=dict)
@@ -85,6 +87,21 @@ class MavenFacts:
                 level = lowest_of_range(written)
                 if level is not None:
                     found[f"{module.directory}/pom.xml"] = level
+        return found
+
+    def snapshot_parents_outside(self) -> list[str]:
+        """``group:artifact:version`` of each ``-SNAPSHOT`` parent the reactor does not build
+        (an organisation's shared POM, from a snapshot repository on the day)."""
+        own = {(m.group_id, m.artifact_id) for m in self.modules.values()}
+        found: list[str] = []
+        for module in self.modules.values():
+            if module.parent is None or module.parent[:2] in own:
+                continue
+            group, artifact, written = module.parent
+            version = resolve(written, self.properties_of(module.directory))
+            coordinates = f"{group}:{artifact}:{version}"
+            if version.endswith("-SNAPSHOT") and coordinates not in found:
+                found.append(coordinates)
         return found
 
     def properties_of(self, directory: str) -> dict[str, str]:
@@ -206,6 +223,9 @@ def read_pom(text: bytes, directory: str) -> PomModule:
     module = PomModule(directory)
     module.artifact_id = _text(_child(project, "artifactId"))
     module.packaging = _text(_child(project, "packaging")) or "jar"
+    module.group_id = _text(_child(project, "groupId")) or _text(
+        _child(_child(project, "parent"), "groupId")
+    )
     for prop in list(_child(project, "properties") or []):
         module.properties[_local(prop.tag)] = (prop.text or "").strip()
     declared = [_text(m) for m in _children(_child(project, "modules"), "module")]
@@ -220,6 +240,11 @@ def read_pom(text: bytes, directory: str) -> PomModule:
                 module.modules.append(path)
     parent = _child(project, "parent")
     if parent is not None:
+        module.parent = (
+            _text(_child(parent, "groupId")),
+            _text(_child(parent, "artifactId")),
+            _text(_child(parent, "version")),
+        )
         relative = _text(_child(parent, "relativePath"))
         relative = "../pom.xml" if _child(parent, "relativePath") is None else relative
         if relative:

@@ -16,6 +16,7 @@ running no test; the tests then run offline (``mvn -o``) through ``swe-mvn-test`
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from importlib import resources
 
@@ -26,6 +27,7 @@ from streams.evaluation.recipes.model import ENV_DIR, InstallRecipe, TreeFiles
 LANGUAGE_NAME = "Java"
 RUNNER = "surefire"
 RUNNER_SCRIPT = "swe-mvn-test.py"
+PARENT_SCRIPT = "swe-mvn-parent.py"
 TESTS = f"python3 {ENV_DIR}/{RUNNER_SCRIPT}"
 OLDEST_JDK = 11  # Debian's oldest: compiles the 7 and 8 levels (``--release 8``)
 DEFAULT_JDK = "17"  # nothing says which: the JDK most builds of the last years accept
@@ -79,8 +81,8 @@ def java_versions(need: int | None, images: Mapping[str, str]) -> list[str]:
     return [v for v in ordered if int(v) >= wanted]
 
 
-def runner_program() -> bytes:
-    return resources.files(__package__).joinpath("swe_mvn_test.py").read_bytes()
+def runner_program(name: str = "swe_mvn_test.py") -> bytes:
+    return resources.files(__package__).joinpath(name).read_bytes()
 
 
 def java_recipe(
@@ -95,7 +97,17 @@ def java_recipe(
     files: dict[str, bytes] = {**facts.poms, **facts.config}
     files[RUNNER_SCRIPT] = runner_program()
     checks = " ".join(SKIP_CHECKS)
+    stand_ins: tuple[str, ...] = ()
+    snapshots = facts.snapshot_parents_outside()
+    if snapshots:
+        # a snapshot parent only a snapshot repository had: its release stands in for it
+        files[PARENT_SCRIPT] = runner_program("swe_mvn_parent.py")
+        stand_ins = (
+            f"cd {ENV_DIR} && python3 {PARENT_SCRIPT} {' '.join(shlex.quote(s) for s in snapshots)}"
+            " || true",
+        )
     env_commands = (
+        *stand_ins,
         # best effort: a module's siblings are not in any repository (the instance layer
         # builds them), and a plugin resolved later is fetched there
         f"cd {ENV_DIR} && (mvn -B -q -fae {checks} dependency:go-offline > /tmp/go-offline.log "
@@ -110,6 +122,8 @@ def java_recipe(
     )
     sources = ["pom.xml", f"java:{version}"]
     notes = list(facts.problems[:5])
+    if snapshots:
+        notes.append(f"snapshot parents stood in for by their releases: {', '.join(snapshots)}")
     if need is not None:
         sources.append(f"java-level:{need}")
         if need < int(version):
