@@ -3,6 +3,7 @@ separate stdout / stderr, bounded output and bounded files."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -213,10 +214,8 @@ def test_images_removed_while_they_are_listed_do_not_fail_the_listing(
         thread.start()
     try:
         for tag in tags:
-            try:
+            with contextlib.suppress(docker.errors.NotFound):
                 docker_client.api.remove_image(tag, force=True)
-            except docker.errors.NotFound:
-                pass
     finally:
         done.set()
         for thread in threads:

@@ -398,3 +398,40 @@ def test_the_stand_in_pom_takes_the_snapshots_version_and_keeps_its_parents() ->
     )
     with pytest.raises(ValueError):
         with_version(b"<project><packaging>pom</packaging></project>", "1-SNAPSHOT")
+
+
+def test_the_poms_a_pull_request_leaves_are_resolved_in_the_env_layer_too(
+    tmp_path: Path,
+) -> None:
+    """A PR that adds a dependency its tests need: the env layer, which has the network,
+    resolves the reactor the PR leaves as well (the tests run offline)."""
+    base = pom("<dependencies></dependencies>")
+    files = {"pom.xml": base, "src/main/java/A.java": SOURCE}
+    tree = tree_of(tmp_path, files)
+    added = "<dependency><groupId>org.x</groupId><artifactId>y</artifactId></dependency>"
+    lines = base.splitlines()
+    changed = [line.replace("<dependencies>", f"<dependencies>{added}") for line in lines]
+    diff = (
+        "diff --git a/pom.xml b/pom.xml\n--- a/pom.xml\n+++ b/pom.xml\n"
+        f"@@ -1,{len(lines)} +1,{len(lines)} @@\n"
+        + "".join(
+            f" {old}\n" if old == new else f"-{old}\n+{new}\n"
+            for old, new in zip(lines, changed, strict=True)
+        )
+    )
+    source_only = (
+        "diff --git a/src/main/java/A.java b/src/main/java/A.java\n--- a/src/main/java/A.java\n"
+        "+++ b/src/main/java/A.java\n@@ -1 +1 @@\n-public class A {}\n+public class A { }\n"
+    )
+    images = {"java": JAVA_IMAGES}
+    found, _ = infer_recipes(tree, repo="o/r", images=images, diffs=(source_only, diff))
+    first = found[0]
+    assert added in first.dependency_files["pull-request/pom.xml"].decode()
+    assert added not in first.dependency_files["pom.xml"].decode()
+    assert [c.split(" && ")[0] for c in first.env_commands] == [
+        f"cd {ENV_DIR}", f"cd {ENV_DIR}/pull-request"
+    ]  # fmt: skip
+    assert "poms:pull-request" in first.sources
+    found, _ = infer_recipes(tree, repo="o/r", images=images, diffs=(source_only,))
+    assert "pull-request/pom.xml" not in found[0].dependency_files
+    assert len(found[0].env_commands) == 1

@@ -22,6 +22,7 @@ from streams.evaluation.recipes.languages.java.pom import (
     POM,
     MavenFacts,
     is_maven_tree,
+    pull_request_maven_facts,
     read_maven_facts,
 )
 from streams.evaluation.recipes.languages.java.recipe import (
@@ -127,7 +128,10 @@ class Java(Language):
         self, tree: TreeFiles, facts: Any, version: str | None, inputs: Inputs
     ) -> InstallRecipe:
         images = inputs.images_of(self.toolchain)
-        return java_recipe(facts.maven, version or "", images, facts.need, facts.why, facts.warm_up)
+        pull_request = pull_request_maven_facts(tree, inputs.diffs) if inputs.diffs else None
+        return java_recipe(
+            facts.maven, version or "", images, facts.need, facts.why, facts.warm_up, pull_request
+        )
 
     def infer(self, tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any]:
         from streams.evaluation.recipes.overrides import apply_override

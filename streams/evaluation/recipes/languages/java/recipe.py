@@ -28,6 +28,7 @@ LANGUAGE_NAME = "Java"
 RUNNER = "surefire"
 RUNNER_SCRIPT = "swe-mvn-test.py"
 PARENT_SCRIPT = "swe-mvn-parent.py"
+PR_SIDE = "pull-request"  # where the env layer puts the POMs the pull request leaves
 TESTS = f"python3 {ENV_DIR}/{RUNNER_SCRIPT}"
 OLDEST_JDK = 11  # Debian's oldest: compiles the 7 and 8 levels (``--release 8``)
 DEFAULT_JDK = "17"  # nothing says which: the JDK most builds of the last years accept
@@ -85,6 +86,15 @@ def runner_program(name: str = "swe_mvn_test.py") -> bytes:
     return resources.files(__package__).joinpath(name).read_bytes()
 
 
+def _go_offline(directory: str, checks: str, log: str) -> str:
+    # best effort: a module's siblings are not in any repository (the instance layer builds
+    # them), and a plugin resolved later is fetched there
+    return (
+        f"cd {directory} && (mvn -B -q -fae {checks} dependency:go-offline > /tmp/{log}.log "
+        f"2>&1 || tail -n 30 /tmp/{log}.log)"
+    )
+
+
 def java_recipe(
     facts: MavenFacts,
     version: str,
@@ -92,13 +102,22 @@ def java_recipe(
     need: int | None,
     why: Sequence[str],
     warm_up: Sequence[str] = (),
+    pull_request: MavenFacts | None = None,
 ) -> InstallRecipe:
-    """The recipe of ``facts`` on the image of JDK ``version``."""
+    """The recipe of ``facts`` on the image of JDK ``version`` (``pull_request``: the
+    reactor the PR leaves, when it changes a POM: what it adds is resolved too)."""
     files: dict[str, bytes] = {**facts.poms, **facts.config}
     files[RUNNER_SCRIPT] = runner_program()
     checks = " ".join(SKIP_CHECKS)
     stand_ins: tuple[str, ...] = ()
     snapshots = facts.snapshot_parents_outside()
+    pull_request_steps: tuple[str, ...] = ()
+    if pull_request is not None:
+        files.update(
+            {f"{PR_SIDE}/{p}": d for p, d in {**pull_request.poms, **pull_request.config}.items()}
+        )
+        snapshots += [s for s in pull_request.snapshot_parents_outside() if s not in snapshots]
+        pull_request_steps = (_go_offline(f"{ENV_DIR}/{PR_SIDE}", checks, "go-offline-pr"),)
     if snapshots:
         # a snapshot parent only a snapshot repository had: its release stands in for it
         files[PARENT_SCRIPT] = runner_program("swe_mvn_parent.py")
@@ -106,13 +125,7 @@ def java_recipe(
             f"cd {ENV_DIR} && python3 {PARENT_SCRIPT} {' '.join(shlex.quote(s) for s in snapshots)}"
             " || true",
         )
-    env_commands = (
-        *stand_ins,
-        # best effort: a module's siblings are not in any repository (the instance layer
-        # builds them), and a plugin resolved later is fetched there
-        f"cd {ENV_DIR} && (mvn -B -q -fae {checks} dependency:go-offline > /tmp/go-offline.log "
-        "2>&1 || tail -n 30 /tmp/go-offline.log)",
-    )
+    env_commands = (*stand_ins, _go_offline(ENV_DIR, checks, "go-offline"), *pull_request_steps)
     # every module's main and test sources compiled, Surefire's provider resolved by one
     # test class of each module (none: no test runs, the sources are still compiled)
     selection = ",".join(warm_up) or "SweStreamWarmUpRunsNoTest"
@@ -122,6 +135,8 @@ def java_recipe(
     )
     sources = ["pom.xml", f"java:{version}"]
     notes = list(facts.problems[:5])
+    if pull_request is not None:
+        sources.append("poms:pull-request")
     if snapshots:
         notes.append(f"snapshot parents stood in for by their releases: {', '.join(snapshots)}")
     if need is not None:
