@@ -167,7 +167,7 @@ SNAPSHOT_PARENT_POM = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-def test_a_snapshot_parent_no_repository_has_is_resolved_offline_through_its_release(
+def test_a_parent_no_repository_serves_is_resolved_offline_through_a_release(
     docker_client: Any, java_images: dict[str, str]
 ) -> None:
     """The env layer's stand-in, in the real image against Maven Central: before it, the build
@@ -209,5 +209,19 @@ def test_a_snapshot_parent_no_repository_has_is_resolved_offline_through_its_rel
             ["python3", PARENT_SCRIPT, "org.sonatype.oss:oss-parent:9-SNAPSHOT"], workdir="/p"
         )
         assert b"is in the local repository" in again.output
+        # a release the registry does not serve: the newest served one below it stands in
+        container.exec_run(["sed", "-i", "s/9-SNAPSHOT/9.5/", "/p/pom.xml"])
+        assert container.exec_run(["bash", "-c", validate], workdir="/p").exit_code != 0
+        stood = container.exec_run(
+            ["python3", PARENT_SCRIPT, "org.sonatype.oss:oss-parent:9.5"], workdir="/p"
+        )
+        assert b"oss-parent:9 stands in for 9.5" in stood.output, stood.output[-2000:]
+        after = container.exec_run(["bash", "-c", validate], workdir="/p")
+        assert after.exit_code == 0, after.output[-2000:]
+        # a parent that is served is resolved as it is, nothing stands in
+        served = container.exec_run(
+            ["python3", PARENT_SCRIPT, "org.sonatype.oss:oss-parent:7"], workdir="/p"
+        )
+        assert served.exit_code == 0 and b"stands in" not in served.output, served.output
     finally:
         container.remove(force=True)

@@ -324,8 +324,8 @@ def test_a_parent_pom_no_repository_has_is_the_runs_cause() -> None:
     assert parse_surefire_log(output) == {}
     assert failure_cause("tests_did_not_run", output) == (
         "the parent POM cannot be resolved (com.fasterxml.jackson:jackson-base:pom:"
-        "2.16.2-SNAPSHOT): a snapshot only a snapshot repository had, or a repository that is "
-        "not reachable"
+        "2.16.2-SNAPSHOT): no reachable repository serves it, and no release of it to stand "
+        "in for it"
     )
 
 
@@ -345,7 +345,7 @@ def test_the_jdk_images_dockerfile_names_its_version_and_quotes_its_variables() 
     assert "ARG TOOLCHAIN_VERSION" not in go
 
 
-def test_a_snapshot_parent_outside_the_reactor_is_stood_in_for_by_its_release(
+def test_parents_outside_the_reactor_are_resolved_first_with_a_stand_in_where_none_is_served(
     tmp_path: Path,
 ) -> None:
     shared = "<parent><groupId>org.acme</groupId><artifactId>acme-base</artifactId>"
@@ -360,7 +360,7 @@ def test_a_snapshot_parent_outside_the_reactor_is_stood_in_for_by_its_release(
     }
     facts = read_maven_facts(tree_of(tmp_path / "facts", files))
     assert facts is not None
-    assert facts.snapshot_parents_outside() == ["org.acme:acme-base:2.15.0-SNAPSHOT"]
+    assert facts.parents_outside() == ["org.acme:acme-base:2.15.0-SNAPSHOT"]
     found, _ = recipes(tmp_path / "recipes", files)
     first = found[0]
     assert "swe-mvn-parent.py" in first.dependency_files
@@ -368,11 +368,27 @@ def test_a_snapshot_parent_outside_the_reactor_is_stood_in_for_by_its_release(
         f"cd {ENV_DIR} && python3 swe-mvn-parent.py org.acme:acme-base:2.15.0-SNAPSHOT || true"
     )
     assert "dependency:go-offline" in first.env_commands[1]
-    # a released parent is resolved as it is
+    assert any("acme-base:2.15.0-SNAPSHOT" in note for note in first.notes)
+    # a released parent is passed too (the registry here may not serve it), without a note
     released = {**files, "pom.xml": files["pom.xml"].replace("2.15.0-SNAPSHOT", "2.15.0")}
     found, _ = recipes(tmp_path / "released", released)
+    assert found[0].env_commands[0].endswith("swe-mvn-parent.py org.acme:acme-base:2.15.0 || true")
+    assert not any("acme-base" in note for note in found[0].notes)
+    # no parent outside the reactor: no stand-in step
+    alone = {"pom.xml": pom(), "src/main/java/A.java": SOURCE}
+    found, _ = recipes(tmp_path / "alone", alone)
     assert "swe-mvn-parent.py" not in found[0].dependency_files
     assert len(found[0].env_commands) == 1
+
+
+def test_the_stand_in_for_a_release_not_served_is_the_newest_release_below_it() -> None:
+    from streams.evaluation.recipes.languages.java.swe_mvn_parent import newest_below
+
+    served = ["1", "9", "63.10", "65.2", "67.3", "68.0", "68.2-SNAPSHOT", "7.0.13"]
+    assert newest_below(served, "68.1") == "68.0"
+    assert newest_below(served, "63.11") == "63.10"  # numbers compared as numbers
+    assert newest_below(served, "69.0-SNAPSHOT") == "68.0"  # snapshots never stand in
+    assert newest_below(served, "1") is None
 
 
 def test_the_stand_in_pom_takes_the_snapshots_version_and_keeps_its_parents() -> None:

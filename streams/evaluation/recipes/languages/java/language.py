@@ -89,8 +89,8 @@ class Java(Language):
         Cause(
             "tests_did_not_run",
             r"Non-resolvable parent POM for \S+: .*?artifact (\S+) has not been downloaded",
-            "the parent POM cannot be resolved ({0}): a snapshot only a snapshot repository "
-            "had, or a repository that is not reachable",
+            "the parent POM cannot be resolved ({0}): no reachable repository serves it, and "
+            "no release of it to stand in for it",
         ),
         Cause(
             "tests_did_not_run",

@@ -91,9 +91,9 @@ class MavenFacts:
                     found[f"{module.directory}/pom.xml"] = level
         return found
 
-    def snapshot_parents_outside(self) -> list[str]:
-        """``group:artifact:version`` of each ``-SNAPSHOT`` parent the reactor does not build
-        (an organisation's shared POM, from a snapshot repository on the day)."""
+    def parents_outside(self) -> list[str]:
+        """``group:artifact:version`` of each parent the reactor does not build (an
+        organisation's shared POM)."""
         own = {(m.group_id, m.artifact_id) for m in self.modules.values()}
         found: list[str] = []
         for module in self.modules.values():
@@ -102,7 +102,7 @@ class MavenFacts:
             group, artifact, written = module.parent
             version = resolve(written, self.properties_of(module.directory))
             coordinates = f"{group}:{artifact}:{version}"
-            if version.endswith("-SNAPSHOT") and coordinates not in found:
+            if coordinates not in found:
                 found.append(coordinates)
         return found
 

@@ -110,19 +110,20 @@ def java_recipe(
     files[RUNNER_SCRIPT] = runner_program()
     checks = " ".join(SKIP_CHECKS)
     stand_ins: tuple[str, ...] = ()
-    snapshots = facts.snapshot_parents_outside()
+    parents = facts.parents_outside()
     pull_request_steps: tuple[str, ...] = ()
     if pull_request is not None:
         files.update(
             {f"{PR_SIDE}/{p}": d for p, d in {**pull_request.poms, **pull_request.config}.items()}
         )
-        snapshots += [s for s in pull_request.snapshot_parents_outside() if s not in snapshots]
+        parents += [p for p in pull_request.parents_outside() if p not in parents]
         pull_request_steps = (_go_offline(f"{ENV_DIR}/{PR_SIDE}", checks, "go-offline-pr"),)
-    if snapshots:
-        # a snapshot parent only a snapshot repository had: its release stands in for it
+    if parents:
+        # a parent no reachable repository serves (a snapshot repository's snapshot, a
+        # release the registry here lacks): a release of it stands in for it
         files[PARENT_SCRIPT] = runner_program("swe_mvn_parent.py")
         stand_ins = (
-            f"cd {ENV_DIR} && python3 {PARENT_SCRIPT} {' '.join(shlex.quote(s) for s in snapshots)}"
+            f"cd {ENV_DIR} && python3 {PARENT_SCRIPT} {' '.join(shlex.quote(p) for p in parents)}"
             " || true",
         )
     env_commands = (*stand_ins, _go_offline(ENV_DIR, checks, "go-offline"), *pull_request_steps)
@@ -137,6 +138,7 @@ def java_recipe(
     notes = list(facts.problems[:5])
     if pull_request is not None:
         sources.append("poms:pull-request")
+    snapshots = [p for p in parents if p.endswith("-SNAPSHOT")]
     if snapshots:
         notes.append(f"snapshot parents stood in for by their releases: {', '.join(snapshots)}")
     if need is not None:
