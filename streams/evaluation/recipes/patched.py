@@ -15,8 +15,10 @@ from __future__ import annotations
 import io
 import re
 import tarfile
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from streams.evaluation.recipes.model import TreeFiles
 
@@ -251,6 +253,41 @@ def overlaid(tree: TreeFiles, files: Mapping[str, bytes | None]) -> TreeFiles:
                 info.size = len(content)
                 target.addfile(info, io.BytesIO(content))
     return TreeFiles(out.getvalue())
+
+
+Facts = TypeVar("Facts")
+
+
+class FactsAfterDiffs(Generic[Facts]):
+    """What a language reads of the tree a pull request's diffs leave, when they change one of
+    its dependency files: ``read`` of the base tree with the files ``wanted`` picks applied
+    over it, when one of them is one ``reread`` asks for (a manifest, not only a config);
+    None when they change none. Read once per tree and diffs: a recipe is made per
+    toolchain, and again per remembered recipe."""
+
+    def __init__(
+        self,
+        read: Callable[[TreeFiles], Facts],
+        wanted: Callable[[str], bool],
+        reread: Callable[[str], bool],
+    ) -> None:
+        self._read = read
+        self._wanted = wanted
+        self._reread = reread
+        self._known: weakref.WeakKeyDictionary[TreeFiles, tuple[tuple[str, ...], Facts | None]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __call__(self, tree: TreeFiles, diffs: tuple[str, ...]) -> Facts | None:
+        known = self._known.get(tree)
+        if known is not None and known[0] == diffs:
+            return known[1]
+        changed = patched_files(tree, diffs, self._wanted)
+        facts = None
+        if any(self._reread(path) for path in changed):
+            facts = self._read(overlaid(tree, changed))
+        self._known[tree] = (diffs, facts)
+        return facts
 
 
 def new_side(tree: TreeFiles, patch: FilePatch, max_source: int) -> tuple[str, set[int]]:

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import posixpath
 import re
-import weakref
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 
 from streams.evaluation.recipes.model import TreeFiles
-from streams.evaluation.recipes.patched import overlaid, patched_files
+from streams.evaluation.recipes.patched import FactsAfterDiffs
 from streams.evaluation.recipes.sources.loaders import parse_xml
 
 POM = "pom.xml"
@@ -315,21 +314,8 @@ def _maven_file(path: str) -> bool:
     return posixpath.basename(path) == POM or path.startswith(f"{MAVEN_CONFIG_DIR}/")
 
 
-_PULL_REQUEST_READ: weakref.WeakKeyDictionary[
-    TreeFiles, tuple[tuple[str, ...], MavenFacts | None]
-] = weakref.WeakKeyDictionary()
-
-
-def pull_request_maven_facts(tree: TreeFiles, diffs: tuple[str, ...]) -> MavenFacts | None:
-    """The reactor of the tree ``diffs`` leave, when they change a POM (a dependency or a
-    module its tests need); None when they change none. Read once per tree and diffs (a
-    recipe is made per JDK)."""
-    known = _PULL_REQUEST_READ.get(tree)
-    if known is not None and known[0] == diffs:
-        return known[1]
-    changed = patched_files(tree, diffs, _maven_file)
-    facts = None
-    if any(posixpath.basename(path) == POM for path in changed):
-        facts = read_maven_facts(overlaid(tree, changed))
-    _PULL_REQUEST_READ[tree] = (diffs, facts)
-    return facts
+# The reactor of the tree a PR's diffs leave, when they change a POM (a dependency or a module
+# its tests need); None when they change none.
+pull_request_maven_facts = FactsAfterDiffs(
+    read_maven_facts, _maven_file, lambda path: posixpath.basename(path) == POM
+)

@@ -19,7 +19,7 @@ from typing import Any
 
 from streams.evaluation.recipes.languages import version_key
 from streams.evaluation.recipes.model import TreeFiles
-from streams.evaluation.recipes.patched import overlaid, patched_files
+from streams.evaluation.recipes.patched import FactsAfterDiffs
 
 MANIFEST = "Cargo.toml"
 LOCKFILE = "Cargo.lock"
@@ -156,24 +156,11 @@ def _cargo_file(path: str) -> bool:
     return name in (MANIFEST, LOCKFILE, *TOOLCHAIN_FILES) or path in CONFIG_FILES
 
 
-_PULL_REQUEST_READ: weakref.WeakKeyDictionary[
-    TreeFiles, tuple[tuple[str, ...], CargoFacts | None]
-] = weakref.WeakKeyDictionary()
-
-
-def pull_request_facts(tree: TreeFiles, diffs: tuple[str, ...]) -> CargoFacts | None:
-    """What the Cargo files of the tree ``diffs`` leave say, when they change a manifest or
-    the lockfile (a crate added); None when they change neither. Read once per tree and
-    diffs (a recipe is made per rustc, and again per remembered recipe)."""
-    known = _PULL_REQUEST_READ.get(tree)
-    if known is not None and known[0] == diffs:
-        return known[1]
-    changed = patched_files(tree, diffs, _cargo_file)
-    facts = None
-    if any(posixpath.basename(p) in (MANIFEST, LOCKFILE) for p in changed):
-        facts = read_cargo_facts(overlaid(tree, changed))
-    _PULL_REQUEST_READ[tree] = (diffs, facts)
-    return facts
+# What the Cargo files of the tree a PR's diffs leave say, when they change a manifest or the
+# lockfile (a crate added); None when they change neither.
+pull_request_facts = FactsAfterDiffs(
+    read_cargo_facts, _cargo_file, lambda path: posixpath.basename(path) in (MANIFEST, LOCKFILE)
+)
 
 
 def _package(
