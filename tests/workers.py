@@ -17,9 +17,10 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from streams.kafka.broker import free_port
 from streams.offline.world import OfflineWorld
 from tests.conftest import REPO_ROOT, SWE_STREAM
-from tests.fakes.shout_stage import HEARD, SHOUTED
+from tests.fakes.shout_stage import HEARD, SHOUTED, Utterance
 
 
 def worker_env() -> dict[str, str]:
@@ -149,3 +150,24 @@ def env_for(world: OfflineWorld, data: Path) -> dict[str, str]:
         "SWE_STREAM_CLASSIFY_BACKEND": "heuristic",
         "SWE_STREAM_SCORE_BACKEND": "heuristic",
     }
+
+
+def start_shout_worker(
+    module: str, bootstrap: str, utterances: list[Utterance], env: dict[str, str], log: Path
+) -> tuple[subprocess.Popen[bytes], str, int]:
+    """The shout app of ``module`` as a worker in a group of its own, after ``utterances``
+    were produced; its process, group and metrics port."""
+    asyncio.run(create_test_topics(bootstrap))
+    asyncio.run(produce(bootstrap, [(u.key.encode(), u.to_json()) for u in utterances]))
+    group = f"{module.rsplit('.', 1)[-1]}-{os.getpid()}-{time.monotonic_ns()}"
+    metrics_port = free_port()
+    command = [
+        SWE_STREAM, "worker", "--app", f"{module}:app",
+        "--bootstrap", bootstrap, "--app-id", group,
+        "--web-port", str(free_port()), "--metrics-port", str(metrics_port),
+    ]  # fmt: skip
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            command, cwd=REPO_ROOT, env=worker_env() | env, stdout=out, stderr=out
+        )
+    return process, group, metrics_port

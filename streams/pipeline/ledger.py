@@ -26,7 +26,7 @@ import json
 import logging
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -73,16 +73,23 @@ class SinkLedgerStore:
 class TableLedgerStore:
     """A Faust table (bytes keys and values) whose changelog topic is ``swe.ledger``."""
 
-    def __init__(self, table: MutableMapping[bytes, bytes]):
+    def __init__(self, table: Any):
         self.table = table
 
     def get(self, key: str) -> bytes | None:
-        return self.table.get(key.encode())
+        value = self.table.get(key.encode())
+        return value if isinstance(value, bytes) else None
 
     async def put(self, key: str, value: bytes) -> None:
-        # Faust sends the change to the changelog (swe.ledger) and buffers it until the
-        # source offsets commit, like every other output of the stage.
-        self.table[key.encode()] = value
+        # Sent, and waited for until swe.ledger holds it: Faust's own ``table[key] = value``
+        # queues the change in its producer buffer, and the flush before an offset commit gives
+        # up after 0.1 s without a send (a busy worker), so the record's offset could commit
+        # with its entry still queued, and a worker killed then lost the entry for good (a PR
+        # left at an earlier state). The record is acked only after this returns.
+        raw = key.encode()
+        delivered = self.table.send_changelog(self.table.partition_for_key(raw), raw, value)
+        self.table.data[raw] = value  # what ``table[key] = value`` keeps, without a second send
+        await delivered
 
 
 def raw_schema() -> Any:

@@ -4,16 +4,13 @@ real worker on the embedded broker getting past one."""
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import subprocess
 import time
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from streams.kafka.broker import free_port
 from streams.kafka.commits import (
     CommitStallWatch,
     LostFetchWatch,
@@ -23,16 +20,8 @@ from streams.kafka.commits import (
     fetched_not_processed,
 )
 from streams.kafka.offsets import committed_offsets, topic_bounds
-from tests.conftest import REPO_ROOT, SWE_STREAM
 from tests.fakes.shout_stage import HEARD, LOST_ACK_TEXT, LOST_FETCH_TEXT, SHOUTED, Utterance
-from tests.workers import (
-    create_test_topics,
-    produce,
-    read,
-    stop,
-    wait_for_metrics,
-    worker_env,
-)
+from tests.workers import read, start_shout_worker, stop, wait_for_metrics
 
 STUCK = PartitionAcks(committed=1, acked=(3, 4, 5), in_flight=False)
 
@@ -42,27 +31,6 @@ def hellos(count: int) -> list[Utterance]:
         Utterance(pipeline_version=1, repo="octo/hello", number=n, text=f"hello {n}")
         for n in range(1, count + 1)
     ]
-
-
-def start_shout_worker(
-    module: str, bootstrap: str, utterances: list[Utterance], env: dict[str, str], log: Path
-) -> tuple[subprocess.Popen[bytes], str, int]:
-    """The shout app of ``module`` as a worker in a group of its own, after ``utterances``
-    were produced; its process, group and metrics port."""
-    asyncio.run(create_test_topics(bootstrap))
-    asyncio.run(produce(bootstrap, [(u.key.encode(), u.to_json()) for u in utterances]))
-    group = f"{module.rsplit('.', 1)[-1]}-{os.getpid()}-{time.monotonic_ns()}"
-    metrics_port = free_port()
-    command = [
-        SWE_STREAM, "worker", "--app", f"{module}:app",
-        "--bootstrap", bootstrap, "--app-id", group,
-        "--web-port", str(free_port()), "--metrics-port", str(metrics_port),
-    ]  # fmt: skip
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            command, cwd=REPO_ROOT, env=worker_env() | env, stdout=out, stderr=out
-        )
-    return process, group, metrics_port
 
 
 @pytest.mark.unit
