@@ -20,14 +20,19 @@ from streams.evaluation.recipes.languages.java.pom import (
     lowest_of_range,
     read_maven_facts,
 )
-from streams.evaluation.recipes.languages.java.recipe import RUNNER_SCRIPT, TESTS
+from streams.evaluation.recipes.languages.java.recipe import (
+    KEEP_IN_CACHE,
+    RUNNER_SCRIPT,
+    TESTS,
+    USE_CACHE,
+)
 from streams.evaluation.recipes.languages.java.runners.surefire import (
     build_failures,
     parse_report,
     parse_surefire_log,
     running_when_killed,
 )
-from streams.evaluation.recipes.model import ENV_DIR
+from streams.evaluation.recipes.model import ENV_DIR, InstallRecipe
 from streams.offline.world import JAVA_BASE, JAVA_FIX, JAVA_TEST
 from tests.streams.evaluation.recipes.test_go_recipe import tree_of
 
@@ -49,6 +54,12 @@ def pom(body: str = "", artifact: str = "lib", parent: str = "") -> str:
         f"<modelVersion>4.0.0</modelVersion>{parent}<groupId>g</groupId>"
         f"<artifactId>{artifact}</artifactId><version>1</version>{body}</project>\n"
     )
+
+
+def maven_steps(recipe: InstallRecipe) -> list[str]:
+    """The env layer's Maven steps, between reading the package cache and keeping in it."""
+    assert recipe.env_commands[0] == USE_CACHE and recipe.env_commands[-1] == KEEP_IN_CACHE
+    return list(recipe.env_commands[1:-1])
 
 
 def recipes(tmp_path: Path, files: dict[str, str]) -> tuple[list, object]:
@@ -84,7 +95,7 @@ def test_java_8_sources_are_compiled_by_the_oldest_jdk_then_the_newer_ones(
     assert "java:11" in first.sources and "java-level:8" in first.sources
     assert any("JDK 11 compiles the Java 8 sources" in note for note in first.notes)
     assert RUNNER_SCRIPT in first.dependency_files and "pom.xml" in first.dependency_files
-    assert "dependency:go-offline" in first.env_commands[0]
+    assert "dependency:go-offline" in maven_steps(first)[0]
     assert "-Denforcer.skip=true" in first.install_commands[0]
 
 
@@ -364,21 +375,21 @@ def test_parents_outside_the_reactor_are_resolved_first_with_a_stand_in_where_no
     found, _ = recipes(tmp_path / "recipes", files)
     first = found[0]
     assert "swe-mvn-parent.py" in first.dependency_files
-    assert first.env_commands[0] == (
+    assert maven_steps(first)[0] == (
         f"cd {ENV_DIR} && python3 swe-mvn-parent.py org.acme:acme-base:2.15.0-SNAPSHOT || true"
     )
-    assert "dependency:go-offline" in first.env_commands[1]
+    assert "dependency:go-offline" in maven_steps(first)[1]
     assert any("acme-base:2.15.0-SNAPSHOT" in note for note in first.notes)
     # a released parent is passed too (the registry here may not serve it), without a note
     released = {**files, "pom.xml": files["pom.xml"].replace("2.15.0-SNAPSHOT", "2.15.0")}
     found, _ = recipes(tmp_path / "released", released)
-    assert found[0].env_commands[0].endswith("swe-mvn-parent.py org.acme:acme-base:2.15.0 || true")
+    assert maven_steps(found[0])[0].endswith("swe-mvn-parent.py org.acme:acme-base:2.15.0 || true")
     assert not any("acme-base" in note for note in found[0].notes)
     # no parent outside the reactor: no stand-in step
     alone = {"pom.xml": pom(), "src/main/java/A.java": SOURCE}
     found, _ = recipes(tmp_path / "alone", alone)
     assert "swe-mvn-parent.py" not in found[0].dependency_files
-    assert len(found[0].env_commands) == 1
+    assert len(maven_steps(found[0])) == 1
 
 
 def test_the_stand_in_for_a_release_not_served_is_the_newest_release_below_it() -> None:
@@ -444,10 +455,10 @@ def test_the_poms_a_pull_request_leaves_are_resolved_in_the_env_layer_too(
     first = found[0]
     assert added in first.dependency_files["pull-request/pom.xml"].decode()
     assert added not in first.dependency_files["pom.xml"].decode()
-    assert [c.split(" && ")[0] for c in first.env_commands] == [
+    assert [c.split(" && ")[0] for c in maven_steps(first)] == [
         f"cd {ENV_DIR}", f"cd {ENV_DIR}/pull-request"
     ]  # fmt: skip
     assert "poms:pull-request" in first.sources
     found, _ = infer_recipes(tree, repo="o/r", images=images, diffs=(source_only,))
     assert "pull-request/pom.xml" not in found[0].dependency_files
-    assert len(found[0].env_commands) == 1
+    assert len(maven_steps(found[0])) == 1

@@ -9,7 +9,9 @@ first, then the others.
 
 The env layer holds every POM of the reactor and ``.mvn/``'s configuration, and resolves
 what they need into the image's local repository (``dependency:go-offline``, best effort: a
-module's siblings are not in any repository yet). The instance layer compiles the main and
+module's siblings are not in any repository yet), reading the host's package cache first and
+keeping there what it downloaded (``swe-mvn-cache``: the next build of any repository takes
+those artifacts from the cache, not the network). The instance layer compiles the main and
 test sources of every module and lets Surefire resolve its test framework's provider,
 running no test; the tests then run offline (``mvn -o``) through ``swe-mvn-test``.
 """
@@ -28,6 +30,10 @@ LANGUAGE_NAME = "Java"
 RUNNER = "surefire"
 RUNNER_SCRIPT = "swe-mvn-test.py"
 PARENT_SCRIPT = "swe-mvn-parent.py"
+CACHE_SCRIPT = "swe-mvn-cache.py"  # the host's package cache as Maven's first repository
+USE_CACHE = f"python3 {ENV_DIR}/{CACHE_SCRIPT} use"
+# best effort: a cache that cannot be written costs the next build its downloads, nothing more
+KEEP_IN_CACHE = f"(python3 {ENV_DIR}/{CACHE_SCRIPT} publish || true)"
 PR_SIDE = "pull-request"  # where the env layer puts the POMs the pull request leaves
 TESTS = f"python3 {ENV_DIR}/{RUNNER_SCRIPT}"
 OLDEST_JDK = 11  # Debian's oldest: compiles the 7 and 8 levels (``--release 8``)
@@ -108,6 +114,7 @@ def java_recipe(
     reactor the PR leaves, when it changes a POM: what it adds is resolved too)."""
     files: dict[str, bytes] = {**facts.poms, **facts.config}
     files[RUNNER_SCRIPT] = runner_program()
+    files[CACHE_SCRIPT] = runner_program("swe_mvn_cache.py")
     checks = " ".join(SKIP_CHECKS)
     stand_ins: tuple[str, ...] = ()
     parents = facts.parents_outside()
@@ -126,13 +133,20 @@ def java_recipe(
             f"cd {ENV_DIR} && python3 {PARENT_SCRIPT} {' '.join(shlex.quote(p) for p in parents)}"
             " || true",
         )
-    env_commands = (*stand_ins, _go_offline(ENV_DIR, checks, "go-offline"), *pull_request_steps)
+    env_commands = (
+        USE_CACHE,
+        *stand_ins,
+        _go_offline(ENV_DIR, checks, "go-offline"),
+        *pull_request_steps,
+        KEEP_IN_CACHE,
+    )
     # every module's main and test sources compiled, Surefire's provider resolved by one
     # test class of each module (none: no test runs, the sources are still compiled)
     selection = ",".join(warm_up) or "SweStreamWarmUpRunsNoTest"
     install = (
         f"mvn -B -fae {checks} {' '.join(TEST_OPTIONS)} -Dtest={selection} test "
         "> /tmp/swe-mvn-warm-up.log 2>&1 || tail -n 60 /tmp/swe-mvn-warm-up.log",
+        KEEP_IN_CACHE,  # the test framework's provider, resolved by the warm-up
     )
     sources = ["pom.xml", f"java:{version}"]
     notes = list(facts.problems[:5])
