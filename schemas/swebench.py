@@ -9,7 +9,7 @@ from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict
 
 from schemas.base import GitSha, InstanceId, RepoName
 
-__all__ = ["SWEBENCH_FIELDS", "SWEBenchFields", "SWEBenchInstance", "TestList"]
+__all__ = ["IMAGE_FIELDS", "SWEBENCH_FIELDS", "SWEBenchFields", "SWEBenchInstance", "TestList"]
 
 SWEBENCH_FIELDS: tuple[str, ...] = (
     "repo",
@@ -26,6 +26,10 @@ SWEBENCH_FIELDS: tuple[str, ...] = (
     "environment_setup_commit",
 )
 """The columns of a SWE-bench row, in the dataset's order."""
+
+IMAGE_FIELDS: tuple[str, ...] = ("image_name", "docker_image")
+"""The columns naming a task's image in a registry, after SWE-bench's: ``image_name`` (read by
+mini-swe-agent and SWE-agent) and ``docker_image`` (SWE-rebench's); both hold the same name."""
 
 
 def _decode_test_list(value: Any) -> Any:

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from schemas.base import GitSha, InstanceId, PRNumber, RepoName
-from schemas.swebench import SWEBENCH_FIELDS, SWEBenchInstance, TestList
+from schemas.swebench import IMAGE_FIELDS, SWEBENCH_FIELDS, SWEBenchInstance, TestList
 from schemas.tasks import ScoredTask
 
 __all__ = ["DIFFICULTY_SCORES", "TASK_DIR_NAME_MAX", "TaskWorkspace", "task_dir_name"]
@@ -95,6 +95,11 @@ class TaskWorkspace(BaseModel):
     quality_passed: bool | None = None
     docker_passed: bool | None = None
     status: str = "exported"
+    image_name: str | None = Field(
+        default=None,
+        description="The task's instance image in a registry (`swe-stream images push`); "
+        "dataset rows carry it as image_name and as SWE-rebench's docker_image.",
+    )
 
     # SWE-bench's fields, verbatim
     instance_id: InstanceId
@@ -146,6 +151,15 @@ class TaskWorkspace(BaseModel):
         """The SWE-bench row: exactly the dataset's fields in its order, test lists as lists."""
         return {name: getattr(self, name) for name in SWEBENCH_FIELDS}
 
+    def dataset_row(self) -> dict[str, Any]:
+        """The task's ``dataset.jsonl`` row: SWE-bench's fields, then, once the instance image
+        is in a registry, its name under both names the scaffolds read (mini-swe-agent and
+        SWE-agent read ``image_name``, SWE-rebench's rows have ``docker_image``)."""
+        row = self.to_swebench()
+        if self.image_name:
+            row |= {name: self.image_name for name in IMAGE_FIELDS}
+        return row
+
     @classmethod
     def from_scored(cls, task: ScoredTask, task_id: str) -> TaskWorkspace:
         """The workspace of an accepted task, to be written to the directory ``task_id``."""
@@ -192,9 +206,11 @@ class TaskWorkspace(BaseModel):
         for name in SWEBENCH_FIELDS:
             if name not in ("FAIL_TO_PASS", "PASS_TO_PASS") and isinstance(row.get(name), str):
                 fields[name] = row[name]
+        image = next((row[name] for name in IMAGE_FIELDS if row.get(name)), None)
         return cls(
             id=task_dir_name(instance.instance_id),
             number=_number_of(instance.instance_id),
             prompt=instance.problem_statement,
+            image_name=image if isinstance(image, str) else None,
             **fields,
         )

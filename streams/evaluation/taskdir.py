@@ -30,6 +30,7 @@ import yaml
 from pydantic import ValidationError
 
 from schemas import SWEBENCH_FIELDS
+from schemas.swebench import IMAGE_FIELDS
 from schemas.workspace import TaskWorkspace
 from streams.core.settings import safe_load_yaml
 
@@ -167,11 +168,13 @@ def write_task_dir(output_dir: Path, ws: TaskWorkspace) -> Path:
 
 
 def dataset_line(row: dict[str, Any]) -> str:
-    """The ``dataset.jsonl`` line of a SWE-bench row: its fields in the dataset's order."""
+    """The ``dataset.jsonl`` line of a SWE-bench row: its fields in the dataset's order, then
+    the image columns when the row has them (a pushed task)."""
     missing = [name for name in SWEBENCH_FIELDS if name not in row]
     if missing:
         raise ValueError(f"dataset row lacks the SWE-bench fields {missing}")
-    return json.dumps({name: row[name] for name in SWEBENCH_FIELDS}, ensure_ascii=False) + "\n"
+    names = [*SWEBENCH_FIELDS, *(name for name in IMAGE_FIELDS if row.get(name))]
+    return json.dumps({name: row[name] for name in names}, ensure_ascii=False) + "\n"
 
 
 @contextlib.contextmanager
@@ -278,7 +281,7 @@ def dataset_to_task_dirs(rows: Iterable[dict[str, Any]], output_dir: Path) -> li
             ws = TaskWorkspace.from_swebench(row)
         except ValueError as exc:  # pydantic's ValidationError is a ValueError too
             raise ValueError(f"row {index} ({row.get('instance_id')!r}): {exc}") from None
-        swebench = ws.to_swebench()
+        swebench = ws.dataset_row()
         if ws.id in written:
             if written[ws.id][1] != swebench:
                 raise ValueError(
@@ -317,7 +320,7 @@ def task_dirs_to_dataset(input_dir: Path, dataset_path: Path) -> int:
                 f"{task_dir / WORKSPACE}: instance id {ws.instance_id} is also in {other}"
             )
         seen[ws.instance_id] = task_dir
-        lines.append(dataset_line(ws.to_swebench()))
+        lines.append(dataset_line(ws.dataset_row()))
     dataset_path = Path(dataset_path)
     dataset_path.parent.mkdir(parents=True, exist_ok=True)
     with _dataset_lock(dataset_path):
@@ -340,7 +343,7 @@ def export_task(output_dir: Path, ws: TaskWorkspace) -> tuple[Path, str]:
     """Write (or bring up to date) the task directory and dataset line of ``ws`` under
     ``output_dir``; returns the directory and the digest of what was exported."""
     files = render_task_files(ws)
-    row = ws.to_swebench()
+    row = ws.dataset_row()
     task_dir = _write_files(output_dir, ws, files)
     append_to_dataset(Path(output_dir) / DATASET, row)
     return task_dir, content_sha256(files, dataset_line(row))

@@ -146,3 +146,22 @@ def test_any_text_survives_workspace_yaml_and_the_dataset_line(
     line = dataset_line(ws.to_swebench())
     assert line.count("\n") == 1 and line.endswith("\n")
     assert json.loads(line) == ws.to_swebench()
+
+
+@pytest.mark.parametrize("column", ["image_name", "docker_image"])
+def test_a_pushed_tasks_image_travels_with_its_row(
+    fixtures_dir: Path, tmp_path: Path, column: str
+) -> None:
+    [row, *_] = read_dataset(fixtures_dir / "swebench" / "swe-bench-lite-5.json")
+    image = "127.0.0.1:5000/swe/astropy__astropy:pr-12907"
+    [task_dir] = dataset_to_task_dirs([{**row, column: image}], tmp_path / "tasks")
+    assert yaml.safe_load((task_dir / "workspace.yaml").read_text())["image_name"] == image
+    task_dirs_to_dataset(tmp_path / "tasks", tmp_path / "d.jsonl")
+    [again] = read_dataset(tmp_path / "d.jsonl")
+    # both names, after SWE-bench's columns: scaffolds read one or the other
+    assert list(again) == [*SWEBENCH_FIELDS, "image_name", "docker_image"]
+    assert again["image_name"] == again["docker_image"] == image
+    # a task never pushed keeps SWE-bench's columns alone
+    dataset_to_task_dirs([row], tmp_path / "plain")
+    task_dirs_to_dataset(tmp_path / "plain", tmp_path / "p.jsonl")
+    assert list(read_dataset(tmp_path / "p.jsonl")[0]) == list(SWEBENCH_FIELDS)
