@@ -1,7 +1,8 @@
 """Evaluation commands: ``harness`` (a coding agent on exported tasks, in Docker),
 ``validate`` (exported tasks re-validated: the gold patch resolves, an empty patch does not),
-``images base`` (the offline base image) and ``images instances`` (the env and instance
-images of exported tasks, built ahead of the harness)."""
+``images base`` (the offline base image), ``images instances`` (the env and instance
+images of exported tasks, built ahead of the harness) and ``images push`` (those images in a
+registry, named in the tasks' rows)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,10 @@ from streams.evaluation.predictions import (
     load_predictions,
     summary_name,
 )
+from streams.evaluation.publish import publish_tasks
+from streams.evaluation.publish import summary_line as push_summary
 from streams.evaluation.recipes.languages import toolchains
+from streams.evaluation.registry import RegistryError
 from streams.evaluation.sandbox import Limits, remove_labelled
 from streams.evaluation.taskdir import WORKSPACE, find_task_dirs, load_workspace
 from streams.evaluation.validator import docker_from_env, validate_task_dirs
@@ -128,6 +132,7 @@ def register(commands: Commands, parents: Parents) -> None:
     listing.add_argument("--json", action="store_true", help="print them as JSON")
     listing.set_defaults(handler=cmd_images_list)
     _register_instances(images_actions, common)
+    _register_push(images_actions, common)
 
 
 def _register_instances(
@@ -157,6 +162,31 @@ def _register_instances(
     )
     instances.add_argument("--json", action="store_true", help="print the report as JSON")
     instances.set_defaults(handler=cmd_images_instances)
+
+
+def _register_push(
+    actions: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    push = actions.add_parser(
+        "push",
+        parents=[common],
+        help="push exported tasks' instance images to a registry and name them in their rows",
+        description="Builds (or reuses) each task's images as the harness would, pushes its "
+        "instance image as REGISTRY/owner__repo:pr-N and writes that name into the task's "
+        "workspace.yaml and its dataset.jsonl line (image_name, docker_image). Credentials "
+        "are Docker's own (docker login).",
+    )
+    push.add_argument(
+        "--registry", required=True, help="HOST[:PORT][/NAMESPACE], e.g. 127.0.0.1:5000/swe"
+    )
+    push.add_argument(
+        "-i",
+        "--input",
+        type=Path,
+        help="a task directory or a directory of them (default: export.output_dir)",
+    )
+    push.add_argument("--json", action="store_true", help="print the report as JSON")
+    push.set_defaults(handler=cmd_images_push)
 
 
 def _register_harness(commands: Commands, common: argparse.ArgumentParser) -> None:
@@ -464,6 +494,23 @@ def cmd_images_instances(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps([result.as_dict() for result in results], indent=2))
     print(summary_line(results), file=sys.stderr if args.json else sys.stdout)
     return ExitCode.OK if all(result.ready for result in results) else ExitCode.FAILURE
+
+
+def cmd_images_push(args: argparse.Namespace, settings: Settings) -> int:
+    path = args.input or settings.export_dir
+    show = None if args.json else (lambda result: print(result.line(), flush=True))
+    try:
+        results = publish_tasks(make_validator(settings), path, args.registry, on_done=show)
+    except (FileNotFoundError, RegistryError) as exc:
+        print(f"swe-stream images push: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    if not results:
+        print(f"swe-stream images push: no tasks in {path}", file=sys.stderr)
+        return ExitCode.USAGE
+    if args.json:
+        print(json.dumps([result.as_dict() for result in results], indent=2))
+    print(push_summary(results), file=sys.stderr if args.json else sys.stdout)
+    return ExitCode.OK if all(result.pushed for result in results) else ExitCode.FAILURE
 
 
 def cmd_images_list(args: argparse.Namespace, settings: Settings) -> int:

@@ -416,6 +416,12 @@ class ExportSettings(Section):
         description="task directories (owner-repo-N/) and dataset.jsonl of pipeline version 1; "
         "version N writes beside it, to <output_dir>-vN",
     )
+    registry: str | None = Field(
+        None,
+        description="HOST[:PORT][/NAMESPACE]: push each exported task's instance image there "
+        "(as `swe-stream images push` does) and name it in its rows (image_name, "
+        "docker_image); credentials are Docker's own (docker login). Unset: no push",
+    )
 
 
 class HarnessSettings(Section):

@@ -32,8 +32,9 @@ from pydantic import ValidationError
 from schemas import PatchSet, ValidatedTask
 from schemas.workspace import TaskWorkspace
 from streams.clients.git import RepoCache
+from streams.core import metrics
 from streams.core.settings import DockerSettings, ValidateSettings
-from streams.evaluation.environments import EnvironmentBuilder
+from streams.evaluation.environments import BuiltImage, EnvironmentBuilder
 from streams.evaluation.grading import Evaluation, Run
 from streams.evaluation.prover import (
     APPLY_COMMANDS,
@@ -84,6 +85,7 @@ from streams.evaluation.recipes.languages import languages
 from streams.evaluation.recipes.memory import RecipeTable, interpreter_fields
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 from streams.evaluation.recipes.overrides import Overrides, RepositoryOverride
+from streams.evaluation.registry import local_or_pulled
 from streams.evaluation.sandbox import Limits, Sandbox, remove_orphans
 from streams.evaluation.taskdir import WORKSPACE, find_task_dirs, load_workspace
 
@@ -468,7 +470,8 @@ def task_environment(validator: Validator, task: TaskWorkspace) -> Environment:
         except ValidationFailed as failed:  # its Python is not built here, say
             log.info("%s: the task's recipe cannot be used (%s); inferring one", task.id, failed)
         else:
-            return validator.build(task.repo, task.instance_id, tree, recipe)
+            pulled = registry_environment(validator, tree, recipe, task.image_name)
+            return pulled or validator.build(task.repo, task.instance_id, tree, recipe)
     python = task.install_config.get("python")
     return validator.environment(
         task.repo,
@@ -479,6 +482,22 @@ def task_environment(validator: Validator, task: TaskWorkspace) -> Environment:
         changed,
         diffs,
     )
+
+
+def registry_environment(
+    validator: Validator, tree: TreeFiles, recipe: InstallRecipe, reference: str | None
+) -> Environment | None:
+    """Blocking: the environment of a pushed task (``image_name``): its instance image from
+    the engine, pulled from the registry when it is not there; None when there is no image to
+    use (the caller builds it). The image is nobody's to drop: ``built`` is False."""
+    if not reference:
+        return None
+    image = local_or_pulled(validator.client, reference)
+    if image is None:
+        return None
+    metrics.IMAGES.labels(layer="instance", result="pulled").inc()
+    instance = BuiltImage(reference, image.id, built=False, seconds=0.0)
+    return Environment(tree, recipe, instance, instance, validator.builder())
 
 
 def patch_paths(patch: str) -> list[str]:

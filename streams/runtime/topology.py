@@ -25,7 +25,7 @@ from typing import Any
 
 from agents.classify import classify_stage
 from agents.enrich import RepositoryCache, enrich_stage
-from agents.export import export_stage
+from agents.export import export_stage, registry_pusher
 from agents.extract import extract_stage
 from agents.harness import harness_stages
 from agents.prefilter import prefilter_stage
@@ -104,7 +104,13 @@ def pipeline_stages(settings: Settings, resources: StageResources) -> list[Stage
             unavailable(settings.setup_agent, llm) or "",
         ),
         score_stage(settings.score, llm, settings.pipeline_version),
-        export_stage(settings.export_dir, settings.pipeline_version),
+        export_stage(
+            settings.export_dir,
+            settings.pipeline_version,
+            registry_pusher(validator, settings.export.registry)
+            if settings.export.registry
+            else None,
+        ),
         *harness_stages(
             settings.harness,
             settings.harness.tasks_dir or settings.export_dir,

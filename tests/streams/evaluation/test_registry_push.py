@@ -1,0 +1,164 @@
+"""``swe-stream images push`` and the harness's pull, on the real Docker engine and a real
+registry on loopback (``tests.registries``), with the task the pipeline made from a repository
+the test builds (``tests.harness_tasks``) and a second task of the same repository."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client import REGISTRY
+
+from streams.evaluation.registry import image_reference, repository_component
+from streams.evaluation.taskdir import (
+    WORKSPACE,
+    load_workspace,
+    read_dataset,
+    task_dirs_to_dataset,
+)
+from streams.evaluation.validator import task_environment
+from tests.conftest import REPO_ROOT, SWE_STREAM
+from tests.harness_tasks import TASK, engine_for
+from tests.harness_tasks import made as made  # the module fixture: the exported task
+from tests.registries import docker_config, registry
+from tests.workers import worker_env
+
+pytestmark = pytest.mark.docker
+
+
+def two_tasks(made: Any, tasks: Path) -> list[Path]:
+    """The exported task and a second PR of its repository (another number and instance id,
+    so its own instance image), with their dataset.jsonl beside them."""
+    root = made[0]
+    first = tasks / TASK
+    shutil.copytree(root / "tasks" / TASK, first)
+    data = yaml.safe_load((first / WORKSPACE).read_text())
+    token = secrets.token_hex(3)
+    data["instance_id"] = data["instance_id"].rsplit("-", 1)[0] + f"-{int(token, 16) + 2}"
+    data["number"] = int(token, 16) + 2
+    data["id"] = f"{TASK}-second"
+    second = tasks / data["id"]
+    shutil.copytree(first, second)
+    (second / WORKSPACE).write_text(yaml.safe_dump(data, sort_keys=False))
+    task_dirs_to_dataset(tasks, tasks / "dataset.jsonl")
+    return [first, second]
+
+
+def push(made: Any, base_image: str, tasks: Path, registry_name: str, **env: str) -> Any:
+    """``swe-stream images push --json`` with the harness tests' settings."""
+    root, pr, _ = made
+    variables = (
+        worker_env()
+        | {
+            "SWE_STREAM_DOCKER_BASE_IMAGE": base_image,
+            "SWE_STREAM_DOCKER_PYTHON_IMAGES": json.dumps({"3.11": base_image}),
+            "SWE_STREAM_GITHUB_GIT_URL_TEMPLATE": pr.url_template,
+            "SWE_STREAM_WORKER_DATA_DIR": str(root / "data"),
+        }
+        | env
+    )
+    return subprocess.run(
+        [SWE_STREAM, "images", "push", "--registry", registry_name, "-i", str(tasks), "--json"],
+        cwd=REPO_ROOT, env=variables, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+
+
+def pulled() -> float:
+    labels = {"layer": "instance", "result": "pulled"}
+    return REGISTRY.get_sample_value("swe_stream_images_total", labels) or 0.0
+
+
+def test_push_sends_shared_layers_once_and_the_harness_pulls_the_image(
+    made: Any, base_image: str, docker_client: Any, tmp_path: Path
+) -> None:
+    tasks = tmp_path / "tasks"
+    first, second = two_tasks(made, tasks)
+    with registry(tmp_path / "registry") as served:
+        namespace = f"{served.address}/swe"
+        done = push(made, base_image, tasks, namespace)
+        assert done.returncode == 0, done.stdout + done.stderr
+        report = {row["task"]: row for row in json.loads(done.stdout)}
+        one, two = report[TASK], report[f"{TASK}-second"]
+        # the first task sends its tools, env and instance layers; the second only its own
+        assert one["layers_sent"] >= 2 and one["bytes_sent"] > 0, one
+        assert two["layers_sent"] == 1 and two["layers_present"] == one["layers_sent"] - 1, two
+        assert two["bytes_sent"] * 5 < one["bytes_sent"], (one, two)
+        stored = served.blob_bytes()
+
+        # the rows name the images, under both names
+        repo = load_workspace(first / WORKSPACE).repo
+        expected = {
+            TASK: image_reference(namespace, repo, load_workspace(first / WORKSPACE).number),
+            f"{TASK}-second": image_reference(
+                namespace, repo, load_workspace(second / WORKSPACE).number
+            ),
+        }
+        for directory in (first, second):
+            assert load_workspace(directory / WORKSPACE).image_name == expected[directory.name]
+        rows = read_dataset(tasks / "dataset.jsonl")
+        assert sorted(row["image_name"] for row in rows) == sorted(expected.values())
+        assert all(row["docker_image"] == row["image_name"] for row in rows)
+        tags = served.tags(f"swe/{repository_component(repo)}")
+        assert tags == sorted(reference.rsplit(":", 1)[1] for reference in expected.values())
+
+        # pushing again sends nothing
+        again = push(made, base_image, tasks, namespace)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert {row["bytes_sent"] for row in json.loads(again.stdout)} == {0}
+        assert served.blob_bytes() == stored
+
+        # the harness pulls a pushed task's image that is not on the engine, builds nothing
+        docker_client.images.remove(expected[TASK], force=True)
+        engine = engine_for(made, docker_client, base_image, tmp_path)
+        task = load_workspace(first / WORKSPACE)
+        before = pulled()
+        environment = task_environment(engine.validator, task)
+        try:
+            assert environment.instance.tag == expected[TASK] and not environment.instance.built
+            assert pulled() == before + 1
+            gold = engine.validator.evaluate(
+                environment, task.patch, task.test_patch, task.FAIL_TO_PASS, task.PASS_TO_PASS
+            )
+            assert gold.resolved
+        finally:
+            environment.release()
+        assert docker_client.images.get(expected[TASK])  # not the harness's to drop
+
+    # the registry gone, a task whose image is neither local nor reachable is built again
+    docker_client.images.remove(expected[TASK], force=True)
+    environment = task_environment(engine.validator, task)
+    try:
+        assert environment.instance.tag != expected[TASK]
+    finally:
+        environment.release()
+
+
+def test_push_credentials_come_from_dockers_config_and_stay_out_of_the_output(
+    made: Any, base_image: str, tmp_path: Path
+) -> None:
+    tasks = tmp_path / "tasks"
+    two_tasks(made, tasks)
+    shutil.rmtree(tasks / f"{TASK}-second")
+    password = f"pw-{secrets.token_hex(8)}"
+    with registry(tmp_path / "registry", ("swe", password)) as served:
+        namespace = f"{served.address}/private"
+        nobody = docker_config(tmp_path / "no-login", "other.example:5000", "x", "y")
+        refused = push(made, base_image, tasks, namespace, DOCKER_CONFIG=str(nobody))
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        [row] = json.loads(refused.stdout)
+        assert not row["pushed"] and "push of" in row["error"], row
+        assert load_workspace(tasks / TASK / WORKSPACE).image_name is None
+
+        login = docker_config(tmp_path / "login", served.address, "swe", password)
+        done = push(made, base_image, tasks, namespace, DOCKER_CONFIG=str(login))
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert load_workspace(tasks / TASK / WORKSPACE).image_name
+        written = "".join(path.read_text() for path in tasks.rglob("*") if path.is_file())
+        for text in (done.stdout, done.stderr, refused.stdout, refused.stderr, written):
+            assert password not in text
