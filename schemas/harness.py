@@ -145,6 +145,9 @@ class TaskEvaluation(BaseModel):
 
     task_id: str
     repo: str
+    task_month: str | None = Field(
+        None, description="the UTC month of the task's created_at, e.g. 2026_01"
+    )
     status: HarnessStatus
     sanity_check: bool
     fail_to_pass: list[CommandResult] = Field(default_factory=list)
@@ -155,6 +158,14 @@ class TaskEvaluation(BaseModel):
     error: str | None = None
     container_id: str | None = None
     test_runs: list[TestRun] = Field(default_factory=list)
+
+
+class MonthCounts(BaseModel):
+    """One task month of a run: how many tasks, how many resolved (an agent whose share
+    falls after its training cut-off had seen the earlier ones)."""
+
+    total: int = Field(0, ge=0)
+    resolved: int = Field(0, ge=0)
 
 
 class HarnessReport(BaseModel):
@@ -170,6 +181,10 @@ class HarnessReport(BaseModel):
     setup_error: int = Field(ge=0)
     sanity_fail: int = Field(ge=0)
     avg_agent_time_secs: float = Field(ge=0)
+    by_month: dict[str, MonthCounts] = Field(
+        default_factory=dict,
+        description="tasks and resolved tasks per task month (unknown: no readable created_at)",
+    )
     results: list[TaskEvaluation]
 
     @classmethod
@@ -177,7 +192,18 @@ class HarnessReport(BaseModel):
         counts = {status: sum(1 for r in results if r.status == status) for status in STATUSES}
         times = [r.agent_duration_secs for r in results]
         average = round(sum(times) / len(times), 1) if times else 0.0
-        return cls(total=len(results), avg_agent_time_secs=average, results=results, **counts)
+        by_month: dict[str, MonthCounts] = {}
+        for result in sorted(results, key=lambda r: r.task_month or "unknown"):
+            month = by_month.setdefault(result.task_month or "unknown", MonthCounts())
+            month.total += 1
+            month.resolved += result.status == "resolved"
+        return cls(
+            total=len(results),
+            avg_agent_time_secs=average,
+            by_month=by_month,
+            results=results,
+            **counts,
+        )
 
 
 STATUSES: tuple[str, ...] = (

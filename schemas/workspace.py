@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -19,7 +20,7 @@ from schemas.base import GitSha, InstanceId, PRNumber, RepoName
 from schemas.swebench import IMAGE_FIELDS, SWEBENCH_FIELDS, SWEBenchInstance, TestList
 from schemas.tasks import ScoredTask
 
-__all__ = ["DIFFICULTY_SCORES", "TASK_DIR_NAME_MAX", "TaskWorkspace", "task_dir_name"]
+__all__ = ["DIFFICULTY_SCORES", "TASK_DIR_NAME_MAX", "TaskWorkspace", "task_dir_name", "task_month"]
 
 TASK_DIR_NAME_MAX = 200
 
@@ -41,6 +42,18 @@ def task_dir_name(instance_id: str) -> str:
     if not name:
         raise ValueError(f"instance id {instance_id!r} gives an empty task directory name")
     return name
+
+
+def task_month(created_at: str) -> str | None:
+    """The month of a task's ``created_at`` in UTC, as splits and reports name it (``2026_01``):
+    what an agent trained before then cannot have seen. None when it is no ISO time with a zone."""
+    try:
+        when = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        return None
+    return when.astimezone(UTC).strftime("%Y_%m")
 
 
 def _number_of(instance_id: str) -> int:
@@ -150,6 +163,12 @@ class TaskWorkspace(BaseModel):
     def to_swebench(self) -> dict[str, Any]:
         """The SWE-bench row: exactly the dataset's fields in its order, test lists as lists."""
         return {name: getattr(self, name) for name in SWEBENCH_FIELDS}
+
+    @property
+    def month(self) -> str | None:
+        """``task_month`` of ``created_at``: the split the task is exported to, the month its
+        harness results are counted under."""
+        return task_month(self.created_at)
 
     def dataset_row(self) -> dict[str, Any]:
         """The task's ``dataset.jsonl`` row: SWE-bench's fields, then, once the instance image

@@ -159,7 +159,7 @@ LLM_INVALID_OUTPUTS = Counter(
 
 IMAGES = Counter(
     "swe_stream_images_total",
-    "Environment images by layer (env / instance) and result (built / reused)",
+    "Environment images by layer (env / instance) and result (built / reused / pulled)",
     ["layer", "result"],
 )
 IMAGE_BUILD_SECONDS = Histogram(
@@ -240,6 +240,21 @@ HARNESS_EVALUATIONS = Counter(
     "swe_stream_harness_evaluations_total",
     "Agent evaluations finished, by status (resolved, unresolved, agent_error, ...)",
     ["status"],
+)
+IMAGE_PUSHES = Counter(
+    "swe_stream_image_pushes_total",
+    "Instance images the export stage pushed to export.registry, by result (pushed / failed)",
+    ["result"],
+)
+IMAGE_PUSH_BYTES = Counter(
+    "swe_stream_image_push_bytes_total",
+    "Bytes of layers the export stage sent to export.registry (layers there already: none)",
+)
+HARNESS_TASK_MONTHS = Counter(
+    "swe_stream_harness_task_month_evaluations_total",
+    "Agent evaluations finished, by agent (model), the task's month (2026_01; unknown) and "
+    "whether it resolved: the resolve rate by task month, across a model's training cut-off",
+    ["model", "month", "resolved"],
 )
 HARNESS_PHASE_SECONDS = Histogram(
     "swe_stream_harness_phase_seconds",

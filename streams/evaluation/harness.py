@@ -478,6 +478,12 @@ class HarnessEngine:
             graded.run for graded in (phases.sanity, phases.graded) if graded and graded.run
         ]
         metrics.HARNESS_EVALUATIONS.labels(status=result.status).inc()
+        result.task_month = task.month if task is not None else None
+        metrics.HARNESS_TASK_MONTHS.labels(
+            model=model,
+            month=result.task_month or "unknown",
+            resolved=str(result.status == "resolved").lower(),
+        ).inc()
         outcome = swebench_outcome(result.status, phases.patch, phases.graded)
         evaluated = Evaluated(result, instance_id, outcome)
         if self.options.output_dir is not None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
+from prometheus_client import REGISTRY
 
 from schemas.harness import HarnessReport
 from streams.evaluation.harness import evaluate_all
@@ -48,8 +49,16 @@ def test_a_gold_agent_resolves_the_task(
         made, docker_client, base_image, tmp_path,
         agent_dir=directory, agent_command="bash /agent/run.sh",
     )  # fmt: skip
+    month = workspace.month
+    counted = ("swe_stream_harness_task_month_evaluations_total", {
+        "model": engine.options.model, "month": month, "resolved": "true",
+    })  # fmt: skip
+    before = REGISTRY.get_sample_value(*counted) or 0.0
     result = evaluate(engine, made)
     assert (result.status, result.sanity_check, result.error) == ("resolved", True, None)
+    # the task's month, in its result and in the metric the contamination panel reads
+    assert result.task_month == month and month and month[4] == "_"
+    assert REGISTRY.get_sample_value(*counted) == before + 1
     assert [c.passed for c in result.fail_to_pass] == [True]
     assert len(result.pass_to_pass) == len(workspace.PASS_TO_PASS) >= 2
     # graded from one run of the test files per phase, not a test process per check
