@@ -10,8 +10,9 @@ Writes are idempotent, because Kafka delivers at least once: a file whose bytes 
 change is not touched, and the dataset holds one line per instance id (a changed task replaces
 its line). Files are replaced atomically (temp file + rename), and the dataset's
 read-modify-write runs under an exclusive ``flock`` so that writers on one machine cannot
-interleave. The conversions of ``swe-stream export`` (dataset file <-> task directories) and
-the readers of the harness and ``swe-stream validate`` live here too.
+interleave. The conversions of ``swe-stream export`` (dataset file, or one file per month, <->
+task directories) and the readers of the harness and ``swe-stream validate`` live here too; the
+Hugging Face dataset folder is ``hf_dataset``'s.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from schemas import SWEBENCH_FIELDS
 from schemas.swebench import IMAGE_FIELDS
 from schemas.workspace import TaskWorkspace
 from streams.core.settings import safe_load_yaml
+from streams.evaluation.months import task_month
 
 WORKSPACE = "workspace.yaml"
 PROMPT = "prompt.md"
@@ -59,7 +61,7 @@ def task_dir_path(output_dir: Path, name: str) -> Path:
     return target
 
 
-def _replace_bytes(path: Path, data: bytes) -> None:
+def replace_bytes(path: Path, data: bytes) -> None:
     """Write ``path`` atomically: readers see the old bytes or the new ones, never a mix."""
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -151,7 +153,7 @@ def _write_files(output_dir: Path, ws: TaskWorkspace, files: dict[str, bytes]) -
     for name in sorted(files, key=lambda n: n == WORKSPACE):
         path = task_dir / name
         if not (path.is_file() and path.read_bytes() == files[name]):
-            _replace_bytes(path, files[name])
+            replace_bytes(path, files[name])
     for name in TASK_FILES:
         if name not in files:
             with contextlib.suppress(FileNotFoundError):
@@ -219,7 +221,7 @@ def append_to_dataset(dataset_path: Path, row: dict[str, Any]) -> bool:
             updated = "".join(kept)
             if updated == text:
                 return False
-            _replace_bytes(dataset_path, updated.encode("utf-8"))
+            replace_bytes(dataset_path, updated.encode("utf-8"))
         else:
             # O_NOFOLLOW: a dataset.jsonl that is a symlink must not make us append elsewhere
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
@@ -270,27 +272,40 @@ def read_dataset(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def dataset_to_task_dirs(rows: Iterable[dict[str, Any]], output_dir: Path) -> list[Path]:
-    """Write a task directory per row; returns them in order, each once.
-
-    A row repeated verbatim is written once; two different rows for one directory are an error.
-    """
-    written: dict[str, tuple[Path, dict[str, Any]]] = {}
+def rows_to_workspaces(rows: Iterable[dict[str, Any]]) -> list[TaskWorkspace]:
+    """The workspace of each SWE-bench row, in order; ValueError naming the row that is not
+    a valid one."""
+    workspaces: list[TaskWorkspace] = []
     for index, row in enumerate(rows):
         try:
-            ws = TaskWorkspace.from_swebench(row)
+            workspaces.append(TaskWorkspace.from_swebench(row))
         except ValueError as exc:  # pydantic's ValidationError is a ValueError too
             raise ValueError(f"row {index} ({row.get('instance_id')!r}): {exc}") from None
-        swebench = ws.dataset_row()
+    return workspaces
+
+
+def write_task_dirs(workspaces: Iterable[TaskWorkspace], output_dir: Path) -> list[Path]:
+    """Write a task directory per workspace; returns them in order, each once.
+
+    A task repeated verbatim is written once; two different tasks for one directory are an
+    error.
+    """
+    written: dict[str, tuple[Path, TaskWorkspace]] = {}
+    for ws in workspaces:
         if ws.id in written:
-            if written[ws.id][1] != swebench:
+            if written[ws.id][1] != ws:
                 raise ValueError(
-                    f"row {index} ({ws.instance_id}): another row already maps to task "
-                    f"directory {ws.id!r} with different content"
+                    f"{ws.instance_id}: another task already maps to task directory {ws.id!r} "
+                    "with different content"
                 )
             continue
-        written[ws.id] = (write_task_dir(output_dir, ws), swebench)
+        written[ws.id] = (write_task_dir(output_dir, ws), ws)
     return [path for path, _ in written.values()]
+
+
+def dataset_to_task_dirs(rows: Iterable[dict[str, Any]], output_dir: Path) -> list[Path]:
+    """Write a task directory per SWE-bench row (``write_task_dirs``)."""
+    return write_task_dirs(rows_to_workspaces(rows), output_dir)
 
 
 def find_task_dirs(path: Path) -> list[Path]:
@@ -303,16 +318,15 @@ def find_task_dirs(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if p.is_dir() and (p / WORKSPACE).is_file())
 
 
-def task_dirs_to_dataset(input_dir: Path, dataset_path: Path) -> int:
-    """Write ``dataset_path`` afresh from the task directories directly under ``input_dir``
-    (sorted by name); returns the number of rows."""
+def read_task_dirs(input_dir: Path) -> list[TaskWorkspace]:
+    """The workspaces of the task directories directly under ``input_dir`` (or of
+    ``input_dir`` itself), sorted by directory name; ValueError when two hold one instance."""
     input_dir = Path(input_dir)
     if not input_dir.is_dir():
         raise ValueError(f"{input_dir} is not a directory")
-    task_dirs = find_task_dirs(input_dir)
-    lines: list[str] = []
+    workspaces: list[TaskWorkspace] = []
     seen: dict[str, Path] = {}
-    for task_dir in task_dirs:
+    for task_dir in find_task_dirs(input_dir):
         ws = load_workspace(task_dir / WORKSPACE)
         if ws.instance_id in seen:
             other = seen[ws.instance_id]
@@ -320,12 +334,49 @@ def task_dirs_to_dataset(input_dir: Path, dataset_path: Path) -> int:
                 f"{task_dir / WORKSPACE}: instance id {ws.instance_id} is also in {other}"
             )
         seen[ws.instance_id] = task_dir
+        workspaces.append(ws)
+    return workspaces
+
+
+def write_dataset(workspaces: Iterable[TaskWorkspace], dataset_path: Path) -> int:
+    """Write ``dataset_path`` afresh: one line per task, in order; returns the number of rows.
+    ValueError when an instance id comes twice (the file holds one line per instance)."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for ws in workspaces:
+        if ws.instance_id in seen:
+            raise ValueError(f"instance id {ws.instance_id} comes twice")
+        seen.add(ws.instance_id)
         lines.append(dataset_line(ws.dataset_row()))
     dataset_path = Path(dataset_path)
     dataset_path.parent.mkdir(parents=True, exist_ok=True)
     with _dataset_lock(dataset_path):
-        _replace_bytes(dataset_path, "".join(lines).encode("utf-8"))
+        replace_bytes(dataset_path, "".join(lines).encode("utf-8"))
     return len(lines)
+
+
+def task_dirs_to_dataset(input_dir: Path, dataset_path: Path) -> int:
+    """Write ``dataset_path`` afresh from the task directories directly under ``input_dir``
+    (sorted by name); returns the number of rows."""
+    return write_dataset(read_task_dirs(input_dir), dataset_path)
+
+
+def write_monthly_datasets(workspaces: Iterable[TaskWorkspace], output_dir: Path) -> dict[str, int]:
+    """Write ``output_dir/<YYYY_MM>.jsonl`` afresh for each month of ``created_at`` (UTC) the
+    tasks fall in, each in the tasks' order; returns month -> rows. The files of other months
+    are left alone: a ``--since``/``--until`` window may export a month at a time."""
+    output_dir = Path(output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ValueError(
+            f"{output_dir} is not a directory: a monthly export writes one file a month"
+        )
+    months: dict[str, list[TaskWorkspace]] = {}
+    for ws in workspaces:
+        months.setdefault(task_month(ws.created_at), []).append(ws)
+    return {
+        month: write_dataset(tasks, output_dir / f"{month}.jsonl")
+        for month, tasks in sorted(months.items())
+    }
 
 
 def content_sha256(files: dict[str, bytes], line: str) -> str:
