@@ -1,21 +1,32 @@
 """Record commands: ``ledger`` (show, stats, export, import the processed-PR ledger), ``dlq``
-(show, replay dead letters), ``export`` (task directories <-> SWE-bench JSONL) and ``schemas``
-(the JSON Schema files of the records)."""
+(show, replay dead letters), ``export`` (task directories <-> SWE-bench JSONL or a Hugging Face
+dataset folder, whole or by month) and ``schemas`` (the JSON Schema files of the records)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from schemas import LedgerEntry, ledger_key, parse_pr_key
 from schemas.generate import DEFAULT_DIR, stale_json_schemas, write_json_schemas
+from schemas.workspace import TaskWorkspace
 from streams.cli.options import Commands, Parents, one_line
 from streams.core.errors import UsageError
 from streams.core.settings import Settings
-from streams.evaluation.taskdir import dataset_to_task_dirs, read_dataset, task_dirs_to_dataset
+from streams.evaluation.hf_dataset import is_hf_folder, read_hf_dataset, write_hf_dataset
+from streams.evaluation.licenses import clone_license_reader, repository_licenses
+from streams.evaluation.months import in_window, parse_time
+from streams.evaluation.taskdir import (
+    read_dataset,
+    read_task_dirs,
+    rows_to_workspaces,
+    write_dataset,
+    write_monthly_datasets,
+    write_task_dirs,
+)
 from streams.kafka.client import detect_profile
 from streams.pipeline.dlq import (
     DeadLetterQueue,
@@ -37,7 +48,7 @@ from streams.pipeline.ledger import (
     restore_ledger,
     write_pr_file,
 )
-from streams.runtime.topology import STAGE_ORDER
+from streams.runtime.topology import STAGE_ORDER, repo_cache
 
 
 def register(commands: Commands, parents: Parents) -> None:
@@ -77,16 +88,7 @@ def register(commands: Commands, parents: Parents) -> None:
             )
     dlq.set_defaults(handler=cmd_dlq)
 
-    export = commands.add_parser(
-        "export", parents=[common], help="task directories <-> SWE-bench JSONL"
-    )
-    export.add_argument(
-        "-i", "--input", type=Path, required=True, help="task dirs, or a .jsonl / .json dataset"
-    )
-    export.add_argument(
-        "-o", "--output", type=Path, required=True, help="dataset file, or task directory"
-    )
-    export.set_defaults(handler=cmd_export)
+    _register_export(commands, common)
 
     schemas = commands.add_parser("schemas", parents=[common], help="JSON Schema files of records")
     schemas_actions = schemas.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -95,6 +97,67 @@ def register(commands: Commands, parents: Parents) -> None:
     )
     generate.add_argument("--check", action="store_true", help="only report stale files")
     schemas.set_defaults(handler=cmd_schemas)
+
+
+def _register_export(commands: Commands, common: argparse.ArgumentParser) -> None:
+    export = commands.add_parser(
+        "export",
+        parents=[common],
+        help="task directories <-> SWE-bench JSONL or a Hugging Face dataset folder",
+    )
+    export.add_argument(
+        "-i",
+        "--input",
+        type=Path,
+        required=True,
+        help="task directories, a .jsonl / .json dataset, or a Hugging Face dataset folder "
+        "(README.md + data/*.parquet)",
+    )
+    export.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        help="the dataset file; a directory for --format hf or --split-by month; task "
+        "directories when the input is a dataset and --format is not given",
+    )
+    export.add_argument(
+        "--format",
+        choices=("jsonl", "hf"),
+        help="write SWE-bench JSONL, or a Hugging Face dataset folder (Parquet shards and a "
+        "dataset card that datasets.load_dataset reads); default: jsonl from task "
+        "directories, task directories from a dataset",
+    )
+    export.add_argument(
+        "--split-by",
+        choices=("month",),
+        help="one split per month of created_at (UTC): OUTPUT/2026_01.jsonl ... (other "
+        "months' files are left alone), or hf splits 2026_01 ...; default: one file, or hf's "
+        "one split test",
+    )
+    export.add_argument(
+        "--since",
+        type=_aware_time,
+        metavar="DATE",
+        help="only tasks created at or after DATE (inclusive), an ISO date or time, UTC "
+        "unless it names a zone",
+    )
+    export.add_argument(
+        "--until",
+        type=_aware_time,
+        metavar="DATE",
+        help="only tasks created before DATE (exclusive): --since 2026-01-01 --until "
+        "2026-02-01 is January",
+    )
+    export.add_argument(
+        "--licenses",
+        choices=("cache", "fetch", "skip"),
+        default="cache",
+        help="--format hf: name each repository's license from its LICENSE at a task's base "
+        "commit, read from the clone cache (cache: clones already there, local remotes; "
+        "fetch: also clone the others); skip: none (the card says unknown)",
+    )
+    export.set_defaults(handler=cmd_export)
 
 
 def _register_ledger(commands: Commands, common: argparse.ArgumentParser) -> None:
@@ -274,26 +337,64 @@ def _show_letters(queue: DeadLetterQueue, chosen: list[StoredLetter]) -> None:
 
 
 def _aware_time(text: str) -> datetime:
-    """An ISO time for --since (UTC when it names no zone)."""
+    """An ISO date or time for --since / --until (UTC when it names no zone)."""
     try:
-        when = datetime.fromisoformat(text)
+        return parse_time(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an ISO time: {text!r}") from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
+        raise argparse.ArgumentTypeError(f"not an ISO date or time: {text!r}") from None
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     try:
-        if args.input.is_dir():
-            count = task_dirs_to_dataset(args.input, args.output)
-            print(f"wrote {count} tasks to {args.output}")
-        else:
-            written = dataset_to_task_dirs(read_dataset(args.input), args.output)
-            print(f"wrote {len(written)} task directories to {args.output}")
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"swe-stream export: {exc}", file=sys.stderr)
+        print(_export(args, settings))
+    except (ValueError, OSError) as exc:  # FileNotFoundError and the like: a path to fix
+        print(f"swe-stream export: {one_line(str(exc), 500)}", file=sys.stderr)
         return 2
     return 0
+
+
+def _export(args: argparse.Namespace, settings: Settings) -> str:
+    """Convert ``args.input`` to ``args.output`` as the options say; the line to print."""
+    since, until = args.since, args.until
+    if since is not None and until is not None and since >= until:
+        raise ValueError(f"--since {since.isoformat()} is not before --until {until.isoformat()}")
+    source: Path = args.input
+    from_dataset = not source.is_dir() or is_hf_folder(source)
+    if not source.is_dir():
+        tasks = rows_to_workspaces(read_dataset(source))
+    elif from_dataset:
+        tasks = read_hf_dataset(source)
+    else:
+        tasks = read_task_dirs(source)
+    if since is not None or until is not None:
+        tasks = [ws for ws in tasks if in_window(ws.created_at, since, until)]
+    output: Path = args.output
+    form = args.format or (None if from_dataset else "jsonl")
+    if form == "hf":
+        licenses = _licenses(args.licenses, settings, tasks)
+        done = write_hf_dataset(tasks, output, split_by=args.split_by, licenses=licenses)
+        splits = ", ".join(f"{name} {count}" for name, count in done.splits.items())
+        return f"wrote {len(tasks)} tasks to {output} (splits: {splits})"
+    if form == "jsonl" and args.split_by == "month":
+        months = write_monthly_datasets(tasks, output)
+        files = ", ".join(f"{month}.jsonl {count}" for month, count in months.items())
+        return f"wrote {len(tasks)} tasks to {output} ({files or 'no months'})"
+    if form == "jsonl":
+        if output.is_dir():
+            raise ValueError(f"{output} is a directory: name the dataset file to write")
+        return f"wrote {write_dataset(tasks, output)} tasks to {output}"
+    if args.split_by is not None:
+        raise ValueError("--split-by needs --format jsonl or hf: task directories have no splits")
+    written = write_task_dirs(tasks, output)
+    return f"wrote {len(written)} task directories to {output}"
+
+
+def _licenses(mode: str, settings: Settings, tasks: list[TaskWorkspace]) -> dict[str, str]:
+    """Repository -> its license's SPDX id, read as ``--licenses`` says."""
+    if mode == "skip" or not tasks:
+        return {}
+    reader = clone_license_reader(repo_cache(settings), fetch=mode == "fetch")
+    return repository_licenses(tasks, reader)
 
 
 def cmd_schemas(args: argparse.Namespace, settings: Settings) -> int:
