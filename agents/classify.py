@@ -234,4 +234,5 @@ def classify_stage(
         pipeline_version,
         score_range=(settings.min_score, settings.max_score),
     )
-    return Stage(STAGE, ENRICHED, CLASSIFIED, handler, concurrency=concurrency)
+    # screening: its rejections, before any test ran, are DEBUG lines like enrich's
+    return Stage(STAGE, ENRICHED, CLASSIFIED, handler, concurrency=concurrency, screening=True)

@@ -364,7 +364,8 @@ class Enricher:
             try:
                 issue = await self.github.issue(ref.repo, ref.number)
             except GitHubNotFound:
-                log.info("linked issue %s#%d not found; ignored", ref.repo, ref.number)
+                # DEBUG: one more line per PR of a screening stage (see streams.pipeline.stage)
+                log.debug("linked issue %s#%d not found; ignored", ref.repo, ref.number)
                 continue
             if "pull_request" in issue:
                 continue  # "fixes #12" where #12 is another PR: not a problem statement
@@ -389,4 +390,5 @@ def enrich_stage(
 ) -> Stage[PullRequestCandidate]:
     rules = EnrichRules.from_settings(settings, bots)
     handler = Enricher(github, repositories, rules, pipeline_version)
-    return Stage(STAGE, CANDIDATES, ENRICHED, handler, concurrency=concurrency)
+    # screening: most PRs prefilter keeps end here (stars, language, size): lines at DEBUG
+    return Stage(STAGE, CANDIDATES, ENRICHED, handler, concurrency=concurrency, screening=True)

@@ -322,4 +322,6 @@ class Extract:
 def extract_stage(
     settings: ExtractSettings, repos: RepoCache, pipeline_version: int
 ) -> Stage[ClassifiedPullRequest]:
-    return Stage(STAGE, CLASSIFIED, PATCHES, Extract(repos, settings, pipeline_version))
+    # screening: its rejections, before any test ran, are DEBUG lines like enrich's
+    handler = Extract(repos, settings, pipeline_version)
+    return Stage(STAGE, CLASSIFIED, PATCHES, handler, screening=True)

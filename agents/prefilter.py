@@ -150,4 +150,5 @@ def prefilter_stage(settings: PrefilterSettings, ledger: Ledger) -> Stage[RawPul
         CANDIDATES,
         Prefilter(PrefilterRules.from_settings(settings), ledger),
         any_version=True,  # the raw log: every pipeline version reads what ingest published
+        screening=True,  # most of an hour's PRs end here: their lines at DEBUG
     )

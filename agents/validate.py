@@ -297,4 +297,24 @@ def validate_stage(
     """The stage around ``validator`` (shared with the harness: one Docker client, one clone
     cache, one image cache)."""
     handler = ValidateStage(validator, testgen, setup_agent, recipes, no_agent)
-    return Stage(STAGE, PATCHES, VALIDATED, handler, concurrency=validator.settings.concurrency)
+    concurrency = validator.settings.concurrency
+    return Stage(
+        STAGE, PATCHES, VALIDATED, handler, concurrency=concurrency, accepted_because=proven_by
+    )
+
+
+def proven_by(outcome: Outcome) -> str:
+    """Why validate accepted a PR, for its one INFO line (a rejection's says its reason): the
+    tests that prove the task, how many runs and on what."""
+    task = outcome.outputs[0] if outcome.outputs else None
+    if not isinstance(task, ValidatedTask):  # a log line never fails a record
+        return "no task emitted"
+    config, generated = task.install_config, " generated" if task.tests_generated else ""
+    on = ""
+    if config is not None:
+        version = f" {config.python}" if config.python else ""
+        on = f", {config.test_runner} on {config.language}{version}"
+    return (
+        f"{len(task.FAIL_TO_PASS)} FAIL_TO_PASS and {len(task.PASS_TO_PASS)} PASS_TO_PASS"
+        f"{generated} test(s) over {task.validation.runs} run(s){on}"
+    )

@@ -127,7 +127,8 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
                 live=live,
             )
             view.start()
-            log.info(
+            # DEBUG: the stand-ins' addresses matter when debugging them, not to follow the demo
+            log.debug(
                 "demo: GH Archive at %s, GitHub API at %s", world.gharchive_url, world.github_url
             )
             with kafka_bootstrap(None, settings.kafka.embedded_port) as (bootstrap, embedded):

@@ -11,9 +11,10 @@ One registry per process (``PROGRESS``), updated by the engine from any thread a
   (``tasks_planned`` / ``task_done``), from which an ETA follows.
 
 Without a terminal the registry's own log lines (logger ``swe_stream.progress``) say the same:
-a line when an image build starts and ends, a step line at most every ``STEP_LINE_SECONDS``
-of a long build, a line per task done with the ETA. The live view mutes INFO lines while it
-is drawn, so they never clutter it. No rich here: the views are a layer up.
+a line when an image build ends (its start at DEBUG: most builds take seconds, and a long one
+says it runs by its step lines), a step line at most every ``STEP_LINE_SECONDS`` of a long
+build, a line per task done with the ETA. The live view mutes INFO lines while it is drawn,
+so they never clutter it. No rich here: the views are a layer up.
 """
 
 from __future__ import annotations
@@ -147,7 +148,8 @@ class Progress:
             build_id = next(self._ids)
             self._builds[build_id] = BuildState(layer, tag, steps, now, step_started=now)
             self._build_lines[build_id] = now
-        log.info("image build started: %s %s (%d steps)", layer, tag, steps)
+        # DEBUG: one INFO line a build (its end) keeps a real hour's log readable
+        log.debug("image build started: %s %s (%d steps)", layer, tag, steps)
         return build_id
 
     def build_step(self, build_id: int, step: int, command: str) -> None:

@@ -10,14 +10,20 @@ an ``Outcome``; ``StageRunner`` does the rest, identically for every stage:
 
 ``register_stage`` is the thin Faust wiring: one agent per stage, raw bytes in, so that a record
 that fails its schema reaches the DLQ instead of crashing the consumer.
+
+The log is sized for a real hour (thousands of PRs, most ending at prefilter or enrich): a
+screening stage's rejections are DEBUG lines (``--verbose``) and its failures of one kind a
+WARNING line now and then (``FailureLines``); the funnel counts them and the ledger keeps each.
+A PR reaching validate leaves one INFO line with its verdict and why (``ending_line``).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pydantic import ValidationError
@@ -80,6 +86,56 @@ class Stage(Generic[In]):
     # replay --until-time: input records stamped at or after this (ms since the epoch) are
     # skipped, counted as after_until_time
     until_ms: int | None = None
+    # a stage that screens PRs before validate (prefilter, enrich, classify, extract) ends
+    # most of an hour's thousands: a line each would bury the rest of the log, so its
+    # rejections are DEBUG and its failures of one kind sampled (``FailureLines``)
+    screening: bool = False
+    # why this stage accepted a PR, for the INFO line of its verdict (validate: the tests that
+    # prove the task); None: an acceptance leaves no line (the funnel counts it)
+    accepted_because: Callable[[Outcome], str] | None = None
+
+
+def ending_line(stage: Stage[Any], key: str, outcome: Outcome) -> tuple[int, str] | None:
+    """The line ``outcome`` leaves in the log at ``stage``, with its level, or None: a
+    rejection's reason and the first line of its detail (the ledger keeps the whole), at
+    DEBUG from a screening stage; an acceptance's verdict and why, when the stage says why."""
+    if outcome.status == "rejected":
+        first = (outcome.detail or "").strip().splitlines()[:1]
+        shown = f" ({first[0][:300]})" if first else ""
+        level = logging.DEBUG if stage.screening else logging.INFO
+        return level, f"{stage.name}: {key} rejected: {outcome.reason}{shown}"
+    if stage.accepted_because is None or outcome.status in (None, "ignored"):
+        return None
+    return logging.INFO, f"{stage.name}: {key} {outcome.status}: {stage.accepted_because(outcome)}"
+
+
+@dataclass
+class FailureLines:
+    """Which of a screening stage's per-PR failures (a dependency's answer: a 404, a rate
+    limit) are WARNING lines: the first of each kind (the error's type), then one every
+    ``every_seconds`` saying how many of that kind were DEBUG lines since. Without a token
+    the GitHub API fails an hour's PRs by the hundred: one line says so, not one per PR."""
+
+    every_seconds: float = 600.0
+    _shown: dict[str, float] = field(default_factory=dict)
+    _muted: Counter[str] = field(default_factory=Counter)
+
+    def level(self, kind: str, now: float) -> tuple[int, int]:
+        """The level of a failure of ``kind`` at ``now`` (monotonic seconds), and how many
+        failures of that kind were muted since its last WARNING line (0 for a DEBUG one)."""
+        last = self._shown.get(kind)
+        if last is not None and now - last < self.every_seconds:
+            self._muted[kind] += 1
+            return logging.DEBUG, 0
+        self._shown[kind] = now
+        return logging.WARNING, self._muted.pop(kind, 0)
+
+    def note(self, stage: str, kind: str, muted: int) -> str:
+        """What a WARNING line adds: the failures of its kind it stands for."""
+        if muted:
+            return f" (and {muted} more {kind} at {stage} since the last such line: at DEBUG)"
+        every = f"{self.every_seconds / 60:g} min"
+        return f" (more {kind} at {stage}: a line every {every}, each at log level debug)"
 
 
 def record_key(record: Record) -> bytes | None:
@@ -104,6 +160,7 @@ class StageRunner(Generic[In]):
         self.sink = sink
         self.pipeline_version = pipeline_version
         self.ledger = ledger or Ledger(SinkLedgerStore(sink), pipeline_version)
+        self.failure_lines = FailureLines()
 
     async def process(
         self,
@@ -146,8 +203,7 @@ class StageRunner(Generic[In]):
                 # a service that answered with an error (404, exhausted retries, no such
                 # commit) is explained by its message: one line, not a traceback
                 if isinstance(exc, DependencyError):
-                    shown = key.decode(errors="replace") if key is not None else "?"
-                    log.warning("stage %s failed on %s: %s", stage, shown, exc)
+                    self._log_failure(key, exc)
                 else:
                     log.exception("stage %s failed on %s@%d:%d", stage, key, partition, offset)
                 await self._dead_letter(key, value, partition, offset, exc, "logic", attempt)
@@ -200,14 +256,23 @@ class StageRunner(Generic[In]):
             metrics.STAGE_RECORDS_OUT.labels(stage=stage).inc(len(outcome.outputs))
         if outcome.status in ("rejected", "ignored"):
             metrics.STAGE_RECORDS_REJECTED.labels(stage=stage, reason=outcome.reason or "").inc()
-        if outcome.status == "rejected":
-            # where a PR ends: one line saying why (the ledger keeps the whole detail)
-            first = (outcome.detail or "").strip().splitlines()[:1]
-            key = getattr(record, "key", "?")
-            shown = f" ({first[0][:300]})" if first else ""
-            log.info("%s: %s rejected: %s%s", stage, key, outcome.reason, shown)
+        line = ending_line(self.stage, str(getattr(record, "key", "?")), outcome)
+        if line is not None:
+            log.log(line[0], "%s", line[1])
         if outcome.status is not None:
             await self._ledger(record, outcome.status, outcome.reason, outcome.detail)
+
+    def _log_failure(self, key: bytes | None, exc: DependencyError) -> None:
+        """A dependency's failure on one PR, explained by its message: one line, no traceback
+        (sampled at a screening stage)."""
+        shown = key.decode(errors="replace") if key is not None else "?"
+        stage, note = self.stage.name, ""
+        level = logging.WARNING
+        if self.stage.screening:
+            kind = type(exc).__name__
+            level, muted = self.failure_lines.level(kind, time.monotonic())
+            note = self.failure_lines.note(stage, kind, muted) if level > logging.DEBUG else ""
+        log.log(level, "stage %s failed on %s: %s%s", stage, shown, exc, note)
 
     async def _ledger(
         self, record: Record, status: str, reason: str | None, detail: str | None = None

@@ -195,14 +195,16 @@ async def supervise(session: Session) -> tuple[str, Counts]:
     try:
         await joined(app, session.join_timeout_seconds)
         session.started()
-        settled, last_report, last_line = 0, 0.0, ""
+        # the first funnel line a period in: one at once would mostly say the records are
+        # on their way; a run shorter than that has its final line alone
+        settled, last_report, last_line = 0, time.monotonic(), ""
         while not stop.is_set():
             await asyncio.sleep(POLL_SECONDS)
             counts = counters.now()
             session.live.update(counts, records_in(), counts.get("export", {}).get("out", 0))
             if not session.live.enabled and time.monotonic() - last_report > LOG_EVERY_SECONDS:
                 line = session.describe(counts)
-                if line != last_line:  # a line only when something moved
+                if funnel_moved(counts, line, last_line):
                     last_report, last_line = time.monotonic(), line
                     log.info("%s", line)
             session.stalls.observe(app, counts, counters.pending(counts))
@@ -218,7 +220,13 @@ async def supervise(session: Session) -> tuple[str, Counts]:
             if drained is not None and settled >= 2:
                 reason = drained
                 break
-        return reason, counters.now()
+        final = counters.now()
+        line = session.describe(final)
+        if not session.live.enabled and funnel_moved(final, line, last_line):
+            # the last change, which the period may have held back: the log ends with the
+            # run's real funnel
+            log.info("%s", line)
+        return reason, final
     finally:
         session.live.close()
         if session.stopping is not None:
@@ -228,6 +236,12 @@ async def supervise(session: Session) -> tuple[str, Counts]:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
                 signal.signal(sig, handler)
+
+
+def funnel_moved(counts: Counts, line: str, last_line: str) -> bool:
+    """Whether the funnel ``line`` is worth logging: a line only when something moved since
+    ``last_line``, and none before any record came in (a line of zeros says nothing)."""
+    return line != last_line and any(c.get("in", 0) for c in counts.values())
 
 
 def one_line(counts: Counts) -> str:
@@ -247,6 +261,9 @@ def outcome_lines(
         f"  {stage:9} {c['in']:6} / {c['out']:5} / {c['rejected']:5} / "
         f"{c['failed']:5} / {c['skipped']:5}"
         for stage, c in counts.items()
+        # a stage that mines nothing (the harness's) only when it had work: a row of zeros
+        # in every mining run says nothing
+        if stage in STAGE_ORDER or c["in"]
     ]
     out += funnel.lines(STAGE_ORDER)
     out.append(f"tasks exported: {len(exported)} (to {export_dir})")

@@ -16,14 +16,15 @@ from prometheus_client import REGISTRY
 
 from agents.extract import Extract
 from agents.setup_agent import documents
-from agents.validate import ValidateStage
-from schemas import PatchSet, ValidatedTask
+from agents.validate import ValidateStage, proven_by
+from schemas import InstallConfig, PatchSet, ValidatedTask
 from streams.clients.git import RepoCache
 from streams.core.settings import DockerSettings, ExtractSettings, ValidateSettings
 from streams.evaluation.recipes.languages import language_named
 from streams.evaluation.validator import NO_FAIL_TO_PASS, Validator
 from streams.kafka.topics import CLASSIFIED, VALIDATED
 from streams.offline.local_repo import SymbolicLink, make_pull_request_repo
+from streams.pipeline.stage import Outcome
 from tests.agents.conftest import start_stage_worker, wait_for
 from tests.agents.repo_tasks import (
     BASE_FILES,
@@ -67,6 +68,26 @@ def validator(
 ) -> ValidateStage:
     docker, validate = settings(base_image, **overrides)
     return ValidateStage(Validator(repos, lambda: docker_client, docker, validate, 1))
+
+
+@pytest.mark.unit
+def test_an_accepted_pr_s_line_says_what_proves_it(validated_tasks: list[ValidatedTask]) -> None:
+    """The one INFO line of a PR validate accepted: its tests, runs and environment."""
+    task = validated_tasks[0]
+    f2p, p2p = len(task.FAIL_TO_PASS), len(task.PASS_TO_PASS)
+    assert proven_by(Outcome.accept(task)) == (
+        f"{f2p} FAIL_TO_PASS and {p2p} PASS_TO_PASS test(s) over 1 run(s)"
+    )
+    config = InstallConfig(
+        language="Python", base_image="b", env_image="e", instance_image="i",
+        test_command="pytest", python="3.9",
+    )  # fmt: skip
+    generated = task.model_copy(update={"install_config": config, "tests_generated": True})
+    assert proven_by(Outcome.accept(generated)) == (
+        f"{f2p} FAIL_TO_PASS and {p2p} PASS_TO_PASS generated test(s) over 1 run(s), "
+        "pytest on Python 3.9"
+    )
+    assert proven_by(Outcome.accept()) == "no task emitted"  # a line never fails a record
 
 
 def env_images(result: str) -> float:

@@ -344,7 +344,7 @@ def test_a_build_shows_its_layer_step_and_time_while_it_runs(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The build reports to the progress registry (what the live view draws) and, through it,
-    logs its start, a step line every few seconds of a long step, and its end."""
+    logs a step line every few seconds of a long step, and its end (its start at DEBUG)."""
     monkeypatch.setattr(progress, "STEP_LINE_SECONDS", 0.5)
     caplog.set_level(logging.INFO, logger="swe_stream.progress")
     seen: list[progress.BuildState] = []
@@ -361,7 +361,7 @@ def test_a_build_shows_its_layer_step_and_time_while_it_runs(
     env = builder.env_image(f"swe-stream-test/progress-{process_tag()}", recipe)
     try:
         messages = [r.getMessage() for r in caplog.records if r.name == "swe_stream.progress"]
-        assert f"image build started: env {env.tag} (2 steps)" in messages, messages
+        assert f"image build started: env {env.tag} (2 steps)" not in messages  # DEBUG
         running = [m for m in messages if m.startswith(f"image build: env {env.tag} step 2/2 ")]
         assert running and any("resolving part" in m for m in running), messages
         assert any(m.startswith(f"image built: env {env.tag} in ") for m in messages)

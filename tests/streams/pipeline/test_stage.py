@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+
 import pytest
 
 from schemas import DeadLetter, LedgerEntry
 from streams.core import metrics
 from streams.pipeline.sinks import MemorySink
-from streams.pipeline.stage import Outcome, StageRunner
+from streams.pipeline.stage import FailureLines, Outcome, StageRunner, ending_line
 from tests.fakes.shout_stage import HEARD, SHOUT, SHOUTED, Utterance
 
 pytestmark = pytest.mark.unit
@@ -118,8 +121,6 @@ async def test_logic_failure_goes_to_dlq_and_ledger_and_processing_continues(
 
 
 async def test_records_of_another_pipeline_version_are_skipped_unless_any_version() -> None:
-    import dataclasses
-
     old = Utterance(pipeline_version=1, repo="octo/hello", number=9, text="from v1").to_json()
     sink = MemorySink()
     skipped = counter(metrics.STAGE_RECORDS_SKIPPED, stage="shout", reason="other_pipeline_version")
@@ -147,8 +148,6 @@ async def test_a_replayed_dead_letter_is_retried_although_the_pr_failed() -> Non
 
 
 async def test_records_stamped_at_or_after_until_are_skipped() -> None:
-    import dataclasses
-
     sink = MemorySink()
     runner = StageRunner(dataclasses.replace(SHOUT, until_ms=2_000), sink, 3)
     before = counter(metrics.STAGE_RECORDS_SKIPPED, stage="shout", reason="after_until_time")
@@ -169,8 +168,6 @@ async def test_an_outage_is_waited_out_and_never_a_verdict(
     """A service that does not answer (ServiceUnavailable) pauses the record: no dead letter,
     no ledger entry, one WARNING for the outage and one INFO when it is back, waits that
     grow; the record then ends with its true outcome."""
-    import dataclasses
-
     from streams.core.errors import ServiceUnavailable
     from streams.pipeline.outages import Backoff, Outages
 
@@ -236,3 +233,84 @@ async def test_an_outcome_that_does_not_serialise_goes_to_dlq_and_ledger() -> No
     assert sink.on(SHOUTED.name) == []
     assert await runner.process(b"octo/hello#12", utterance("ok", number=12), 0, 10) is not None
     assert len(sink.on(SHOUTED.name)) == 1
+
+
+# the log at the scale of a real hour: a screening stage's endings -----------------------------
+
+SCREENING = dataclasses.replace(SHOUT, screening=True)
+
+
+def test_a_rejection_is_an_info_line_and_a_debug_line_at_a_screening_stage() -> None:
+    rejected = Outcome.reject("empty-text", "nothing but spaces\nsecond line")
+    line = "shout: octo/hello#8 rejected: empty-text (nothing but spaces)"
+    assert ending_line(SHOUT, "octo/hello#8", rejected) == (logging.INFO, line)
+    assert ending_line(SCREENING, "octo/hello#8", rejected) == (logging.DEBUG, line)
+
+
+def test_an_acceptance_is_a_line_only_at_a_stage_that_says_why() -> None:
+    accepted = Outcome.accept(Utterance.from_json(utterance("HI", number=9)))
+    assert ending_line(SHOUT, "octo/hello#9", accepted) is None
+    saying = dataclasses.replace(SHOUT, accepted_because=lambda o: f"{len(o.outputs)} output(s)")
+    assert ending_line(saying, "octo/hello#9", accepted) == (
+        logging.INFO,
+        "shout: octo/hello#9 accepted: 1 output(s)",
+    )
+    # an ignored record (a later event of the PR may qualify) and a skip are no verdict
+    assert ending_line(saying, "octo/hello#9", Outcome.ignore("not_closed")) is None
+    assert ending_line(saying, "octo/hello#9", Outcome()) is None
+
+
+async def test_a_screening_stage_s_rejections_show_at_debug_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    runner = StageRunner(SCREENING, MemorySink(), pipeline_version=3)
+    with caplog.at_level("INFO", logger="swe_stream"):
+        await runner.process(b"octo/hello#8", utterance("  ", number=8), 1, 5)
+    assert caplog.records == []
+    with caplog.at_level("DEBUG", logger="swe_stream"):
+        await runner.process(b"octo/hello#9", utterance("  ", number=9), 1, 6)
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("DEBUG", "shout: octo/hello#9 rejected: empty-text")
+    ]
+
+
+def test_failures_of_one_kind_are_a_warning_line_now_and_then() -> None:
+    lines = FailureLines(every_seconds=600)
+    assert lines.level("GitHubNotFound", now=0) == (logging.WARNING, 0)
+    assert lines.level("GitHubNotFound", now=1) == (logging.DEBUG, 0)
+    assert lines.level("GitHubNotFound", now=599) == (logging.DEBUG, 0)
+    assert lines.level("GitError", now=599) == (logging.WARNING, 0)  # each kind its own
+    assert lines.level("GitHubNotFound", now=600) == (logging.WARNING, 2)  # two muted since
+    assert lines.level("GitHubNotFound", now=601) == (logging.DEBUG, 0)
+    assert lines.level("GitHubNotFound", now=1300) == (logging.WARNING, 1)
+    assert "1 more GitHubNotFound at enrich" in lines.note("enrich", "GitHubNotFound", 1)
+
+
+async def test_a_dependency_failing_every_pr_is_one_warning_at_a_screening_stage(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Offline, GitHub answers 404 for every PR but one: one WARNING says so at a screening
+    stage, each failure is still dead-lettered and in the ledger; elsewhere a line each."""
+    from streams.core.errors import DependencyError
+
+    class NotFound(DependencyError):
+        pass
+
+    async def not_found(utterance: Utterance) -> Outcome:
+        raise NotFound(f"GET /repos/{utterance.repo}/pulls/{utterance.number}: 404")
+
+    for stage, warnings in ((SCREENING, 1), (SHOUT, 3)):
+        sink = MemorySink()
+        runner = StageRunner(dataclasses.replace(stage, handle=not_found), sink, 3)
+        caplog.clear()
+        with caplog.at_level("DEBUG", logger="swe_stream"):
+            for number in (1, 2, 3):
+                raw = utterance("hi", number=number)
+                assert await runner.process(b"octo/hello#%d" % number, raw, 0, number) is None
+        levels = [r.levelname for r in caplog.records if r.name == "swe_stream.stage"]
+        assert levels.count("WARNING") == warnings and len(levels) == 3, levels
+        assert len(sink.on(HEARD.dlq_name)) == 3
+        ledger = [LedgerEntry.from_json(v) for _, v in sink.on("swe.ledger")]
+        assert [e.status for e in ledger] == ["failed"] * 3
+    first = next(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    assert first.startswith("stage shout failed on octo/hello#1: GET /repos/octo/hello/pulls/1")

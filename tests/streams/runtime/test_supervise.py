@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 
 from streams.runtime import supervise as supervise_module
-from streams.runtime.supervise import Counts, LiveFunnel, Session, supervise
+from streams.runtime.supervise import (
+    Counts,
+    LiveFunnel,
+    Session,
+    funnel_moved,
+    one_line,
+    supervise,
+)
 
 POLL = 0.01
 
@@ -256,7 +263,7 @@ async def test_the_funnel_line_is_logged_only_when_it_changed(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(supervise_module, "LOG_EVERY_SECONDS", 0.0)
-    moving = [1, 1, 1, 2, 2, 2, 2, 3]
+    moving = [0, 0, 1, 1, 1, 2, 2, 2, 2, 3]  # nothing in yet: no line of zeros
 
     class Stalling(FakeCounters):
         def now(self) -> Counts:
@@ -274,6 +281,29 @@ async def test_the_funnel_line_is_logged_only_when_it_changed(
         )
     funnel = [r.getMessage() for r in caplog.records if r.getMessage().startswith("funnel:")]
     assert [line.split("in=")[1].split()[0] for line in funnel] == ["1", "2", "3"]
+
+
+@pytest.mark.unit
+async def test_the_run_s_last_funnel_is_logged_when_the_period_held_it_back(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A funnel line at most every period (none at the start, when records are on their
+    way), and the last change at the end: the log ends with the run's real funnel."""
+    monkeypatch.setattr(supervise_module, "LOG_EVERY_SECONDS", 3600.0)
+    counters = FakeCounters()
+    with caplog.at_level("INFO", logger="swe_stream"):
+        await supervise(session(FakeApp(), counters, stop_when=lambda c: "enough"))
+    funnel = [r.getMessage() for r in caplog.records if r.getMessage().startswith("funnel:")]
+    # one poll, then the final counts (the polls are the records in)
+    assert funnel == [f"funnel: export in={counters.polls} out={counters.polls} rej=0 fail=0"]
+
+
+@pytest.mark.unit
+def test_a_funnel_line_says_something_moved() -> None:
+    zero, one = {"prefilter": counts(0)}, {"prefilter": counts(1)}
+    assert not funnel_moved(zero, one_line(zero), "")  # nothing came in yet
+    assert funnel_moved(one, one_line(one), one_line(zero))
+    assert not funnel_moved(one, one_line(one), one_line(one))  # the same line again
 
 
 @pytest.mark.unit
