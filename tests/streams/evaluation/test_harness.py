@@ -287,8 +287,11 @@ def test_the_cli_runs_tasks_in_parallel_and_prints_swe_forges_json(
     raw = json.loads(done.stdout)
     assert set(raw) == {
         "total", "resolved", "unresolved", "agent_error", "test_error", "setup_error",
-        "sanity_fail", "avg_agent_time_secs", "results",
+        "sanity_fail", "avg_agent_time_secs", "by_month", "results",
     }  # fmt: skip
+    # the four copies share the task's month
+    [month] = raw["by_month"]
+    assert raw["by_month"][month] == {"total": 4, "resolved": 4}
     command = raw["results"][0]["fail_to_pass"][0]
     assert {"command", "exit_code", "passed", "duration_ms"} <= set(command)
     assert len(find_task_dirs(tmp_path / "out")) == 0  # results, not tasks
