@@ -60,6 +60,8 @@ def export_demo_task(
     )
     workspace = TaskWorkspace.from_scored(scored, task_id)
     write_task_dir(root / "tasks", workspace)
+    # what the export stage is given, for the tests of the stage itself
+    (root / f"{task_id}.scored.json").write_text(scored.model_dump_json())
     return root, pr, workspace
 
 

@@ -15,6 +15,8 @@ import pytest
 import yaml
 from prometheus_client import REGISTRY
 
+from agents.export import TaskExporter, registry_pusher
+from schemas import ScoredTask
 from streams.evaluation.registry import image_reference, repository_component
 from streams.evaluation.taskdir import (
     WORKSPACE,
@@ -162,3 +164,39 @@ def test_push_credentials_come_from_dockers_config_and_stay_out_of_the_output(
         written = "".join(path.read_text() for path in tasks.rglob("*") if path.is_file())
         for text in (done.stdout, done.stderr, refused.stdout, refused.stderr, written):
             assert password not in text
+
+
+def image_pushes(result: str) -> float:
+    return REGISTRY.get_sample_value("swe_stream_image_pushes_total", {"result": result}) or 0.0
+
+
+async def test_the_export_stage_pushes_with_export_registry_and_never_loses_a_task(
+    made: Any, base_image: str, docker_client: Any, tmp_path: Path
+) -> None:
+    """``export.registry``: the export stage pushes each task's image and its rows name it; a
+    registry that does not answer still exports the task, without an image, counted."""
+    root = made[0]
+    scored = ScoredTask.model_validate_json((root / f"{TASK}.scored.json").read_text())
+    validator = engine_for(made, docker_client, base_image, tmp_path).validator
+    with registry(tmp_path / "registry") as served:
+        namespace = f"{served.address}/exported"
+        stage = TaskExporter(tmp_path / "out", 1, registry_pusher(validator, namespace))
+        before = image_pushes("pushed")
+        outcome = await stage(scored)
+        assert image_pushes("pushed") == before + 1
+        [exported] = outcome.outputs
+        task = load_workspace(Path(exported.export_dir) / WORKSPACE)
+        assert task.image_name == image_reference(namespace, scored.repo, scored.number)
+        assert served.tags(f"exported/{repository_component(scored.repo)}") == [
+            f"pr-{scored.number}"
+        ]
+        [row] = read_dataset(tmp_path / "out" / "dataset.jsonl")
+        assert row["image_name"] == row["docker_image"] == task.image_name
+    # nothing answers there now: the task is exported all the same, without an image
+    failed = image_pushes("failed")
+    gone = TaskExporter(tmp_path / "out2", 1, registry_pusher(validator, namespace))
+    [exported] = (await gone(scored)).outputs
+    assert load_workspace(Path(exported.export_dir) / WORKSPACE).image_name is None
+    assert image_pushes("failed") == failed + 1
+    with pytest.raises(ValueError, match="--registry"):
+        registry_pusher(validator, "http://nowhere")
