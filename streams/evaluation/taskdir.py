@@ -291,12 +291,12 @@ def write_task_dirs(workspaces: Iterable[TaskWorkspace], output_dir: Path) -> li
     error.
     """
     written: dict[str, tuple[Path, TaskWorkspace]] = {}
-    for ws in workspaces:
+    for index, ws in enumerate(workspaces):
         if ws.id in written:
             if written[ws.id][1] != ws:
                 raise ValueError(
-                    f"{ws.instance_id}: another task already maps to task directory {ws.id!r} "
-                    "with different content"
+                    f"row {index} ({ws.instance_id}): another row already maps to task "
+                    f"directory {ws.id!r} with different content"
                 )
             continue
         written[ws.id] = (write_task_dir(output_dir, ws), ws)
