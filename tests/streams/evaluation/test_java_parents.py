@@ -37,6 +37,7 @@ def test_a_parent_no_repository_serves_is_resolved_offline_through_a_release(
     import tarfile
 
     from streams.evaluation.recipes.languages.java.recipe import PARENT_SCRIPT, runner_program
+    from streams.evaluation.recipes.languages.java.toolchain import MAVEN_REPOSITORY
 
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w") as tar:
@@ -59,28 +60,32 @@ def test_a_parent_no_repository_serves_is_resolved_offline_through_a_release(
         assert before.exit_code != 0
         assert b"oss-parent:pom:9-SNAPSHOT" in before.output, before.output[-2000:]
         stood = container.exec_run(
-            ["python3", PARENT_SCRIPT, "org.sonatype.oss:oss-parent:9-SNAPSHOT"], workdir="/p"
+            ["python3", PARENT_SCRIPT, MAVEN_REPOSITORY, "org.sonatype.oss:oss-parent:9-SNAPSHOT"],
+            workdir="/p",
         )
         assert stood.exit_code == 0, stood.output[-2000:]
         assert b"oss-parent:9 stands in for 9-SNAPSHOT" in stood.output
         after = container.exec_run(["bash", "-c", validate], workdir="/p")
         assert after.exit_code == 0, after.output[-2000:]
         again = container.exec_run(
-            ["python3", PARENT_SCRIPT, "org.sonatype.oss:oss-parent:9-SNAPSHOT"], workdir="/p"
+            ["python3", PARENT_SCRIPT, MAVEN_REPOSITORY, "org.sonatype.oss:oss-parent:9-SNAPSHOT"],
+            workdir="/p",
         )
         assert b"is in the local repository" in again.output
         # a release the registry does not serve: the newest served one below it stands in
         container.exec_run(["sed", "-i", "s/9-SNAPSHOT/9.5/", "/p/pom.xml"])
         assert container.exec_run(["bash", "-c", validate], workdir="/p").exit_code != 0
         stood = container.exec_run(
-            ["python3", PARENT_SCRIPT, "org.sonatype.oss:oss-parent:9.5"], workdir="/p"
+            ["python3", PARENT_SCRIPT, MAVEN_REPOSITORY, "org.sonatype.oss:oss-parent:9.5"],
+            workdir="/p",
         )
         assert b"oss-parent:9 stands in for 9.5" in stood.output, stood.output[-2000:]
         after = container.exec_run(["bash", "-c", validate], workdir="/p")
         assert after.exit_code == 0, after.output[-2000:]
         # a parent that is served is resolved as it is, nothing stands in
         served = container.exec_run(
-            ["python3", PARENT_SCRIPT, "org.sonatype.oss:oss-parent:7"], workdir="/p"
+            ["python3", PARENT_SCRIPT, MAVEN_REPOSITORY, "org.sonatype.oss:oss-parent:7"],
+            workdir="/p",
         )
         assert served.exit_code == 0 and b"stands in" not in served.output, served.output
     finally:

@@ -104,3 +104,21 @@ def test_the_recipe_reads_the_cache_first_and_keeps_what_it_downloaded(tmp_path:
     assert recipe.env_commands[0] == USE_CACHE
     assert recipe.env_commands[-1] == KEEP_IN_CACHE
     assert recipe.install_commands[-1] == KEEP_IN_CACHE
+
+
+def test_every_cache_path_is_where_a_build_mounts_the_cache() -> None:
+    # three places name the mount: the builds (Python's and every build's), Go's recipe and
+    # the Maven script in the image, which cannot import the others
+    from streams.evaluation.image_builds import PACKAGE_CACHE_MOUNT
+    from streams.evaluation.recipes.languages.go import recipe as go_recipe
+    from streams.evaluation.recipes.languages.java import swe_mvn_cache
+
+    assert go_recipe.CACHE == swe_mvn_cache.CACHE == PACKAGE_CACHE_MOUNT
+
+
+def test_the_scripts_are_told_the_local_repository_maven_uses() -> None:
+    from streams.evaluation.recipes.languages.java.toolchain import JAVA_IMAGES, MAVEN_REPOSITORY
+
+    options = dict(JAVA_IMAGES.environment)["MAVEN_OPTS"].split()
+    assert f"-Dmaven.repo.local={MAVEN_REPOSITORY}" in options
+    assert KEEP_IN_CACHE.split()[3] == MAVEN_REPOSITORY

@@ -32,6 +32,7 @@ from streams.evaluation.recipes.languages.java.runners.surefire import (
     parse_surefire_log,
     running_when_killed,
 )
+from streams.evaluation.recipes.languages.java.toolchain import MAVEN_REPOSITORY
 from streams.evaluation.recipes.model import ENV_DIR, InstallRecipe
 from streams.offline.world import JAVA_BASE, JAVA_FIX, JAVA_TEST
 from tests.streams.evaluation.recipes.test_go_recipe import tree_of
@@ -376,14 +377,17 @@ def test_parents_outside_the_reactor_are_resolved_first_with_a_stand_in_where_no
     first = found[0]
     assert "swe-mvn-parent.py" in first.dependency_files
     assert maven_steps(first)[0] == (
-        f"cd {ENV_DIR} && python3 swe-mvn-parent.py org.acme:acme-base:2.15.0-SNAPSHOT || true"
+        f"cd {ENV_DIR} && python3 swe-mvn-parent.py {MAVEN_REPOSITORY} "
+        "org.acme:acme-base:2.15.0-SNAPSHOT || true"
     )
     assert "dependency:go-offline" in maven_steps(first)[1]
     assert any("acme-base:2.15.0-SNAPSHOT" in note for note in first.notes)
     # a released parent is passed too (the registry here may not serve it), without a note
     released = {**files, "pom.xml": files["pom.xml"].replace("2.15.0-SNAPSHOT", "2.15.0")}
     found, _ = recipes(tmp_path / "released", released)
-    assert maven_steps(found[0])[0].endswith("swe-mvn-parent.py org.acme:acme-base:2.15.0 || true")
+    assert maven_steps(found[0])[0].endswith(
+        f"swe-mvn-parent.py {MAVEN_REPOSITORY} org.acme:acme-base:2.15.0 || true"
+    )
     assert not any("acme-base" in note for note in found[0].notes)
     # no parent outside the reactor: no stand-in step
     alone = {"pom.xml": pom(), "src/main/java/A.java": SOURCE}

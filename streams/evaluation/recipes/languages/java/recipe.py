@@ -24,6 +24,7 @@ from importlib import resources
 
 from streams.evaluation.recipes.languages.java.pom import MavenFacts
 from streams.evaluation.recipes.languages.java.swe_mvn_test import SKIP_CHECKS, TEST_OPTIONS
+from streams.evaluation.recipes.languages.java.toolchain import MAVEN_REPOSITORY
 from streams.evaluation.recipes.model import ENV_DIR, InstallRecipe, TreeFiles
 
 LANGUAGE_NAME = "Java"
@@ -33,7 +34,7 @@ PARENT_SCRIPT = "swe-mvn-parent.py"
 CACHE_SCRIPT = "swe-mvn-cache.py"  # the host's package cache as Maven's first repository
 USE_CACHE = f"python3 {ENV_DIR}/{CACHE_SCRIPT} use"
 # best effort: a cache that cannot be written costs the next build its downloads, nothing more
-KEEP_IN_CACHE = f"(python3 {ENV_DIR}/{CACHE_SCRIPT} publish || true)"
+KEEP_IN_CACHE = f"(python3 {ENV_DIR}/{CACHE_SCRIPT} publish {MAVEN_REPOSITORY} || true)"
 PR_SIDE = "pull-request"  # where the env layer puts the POMs the pull request leaves
 TESTS = f"python3 {ENV_DIR}/{RUNNER_SCRIPT}"
 OLDEST_JDK = 11  # Debian's oldest: compiles the 7 and 8 levels (``--release 8``)
@@ -130,7 +131,8 @@ def java_recipe(
         # release the registry here lacks): a release of it stands in for it
         files[PARENT_SCRIPT] = runner_program("swe_mvn_parent.py")
         stand_ins = (
-            f"cd {ENV_DIR} && python3 {PARENT_SCRIPT} {' '.join(shlex.quote(p) for p in parents)}"
+            f"cd {ENV_DIR} && python3 {PARENT_SCRIPT} {MAVEN_REPOSITORY} "
+            f"{' '.join(shlex.quote(p) for p in parents)}"
             " || true",
         )
     env_commands = (

@@ -1,7 +1,8 @@
 """swe-mvn-cache: the host's package cache as a Maven repository every build reads first.
 
 Usage: ``python3 swe-mvn-cache.py use`` (before a build's first ``mvn``) and
-``python3 swe-mvn-cache.py publish`` (after its last).
+``python3 swe-mvn-cache.py publish LOCAL_REPOSITORY`` (after its last; the recipe names the
+image's local repository, ``toolchain.MAVEN_REPOSITORY``).
 
 ``use`` writes Maven's global settings with one more repository, for plugins and
 dependencies alike: ``file://<cache>/maven``, asked before the build's own repositories, so
@@ -54,14 +55,6 @@ def settings_xml(repository: str) -> str:
         f"</profile></profiles>\n<activeProfiles><activeProfile>{REPOSITORY_ID}</activeProfile>"
         "</activeProfiles>\n</settings>\n"
     )
-
-
-def local_repository() -> str:
-    """Maven's local repository: ``-Dmaven.repo.local`` of ``MAVEN_OPTS``, else ``~/.m2``."""
-    for option in os.environ.get("MAVEN_OPTS", "").split():
-        if option.startswith("-Dmaven.repo.local="):
-            return option.split("=", 1)[1]
-    return os.path.expanduser("~/.m2/repository")
 
 
 def downloaded(tracking: str) -> list[str]:
@@ -131,8 +124,8 @@ def publish(local: str, repository: str) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if argv[1:] not in (["use"], ["publish"]):
-        print("usage: swe-mvn-cache.py use|publish", file=sys.stderr)
+    if argv[1:] != ["use"] and (len(argv) != 3 or argv[1] != "publish"):
+        print("usage: swe-mvn-cache.py use | publish LOCAL_REPOSITORY", file=sys.stderr)
         return 2
     repository = cache_repository()
     if argv[1] == "use":
@@ -144,7 +137,7 @@ def main(argv: list[str]) -> int:
         return 0
     if not os.path.isdir(CACHE):
         return 0  # no cache mounted: nothing to keep
-    copied = publish(local_repository(), repository)
+    copied = publish(argv[2], repository)
     print(f"swe-mvn-cache: {copied} files kept in {repository}")
     return 0
 

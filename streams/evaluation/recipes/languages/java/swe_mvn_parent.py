@@ -30,14 +30,6 @@ POM_NAMESPACE = "http://maven.apache.org/POM/4.0.0"
 SNAPSHOT = "-SNAPSHOT"
 
 
-def local_repository() -> str:
-    """Maven's local repository: ``-Dmaven.repo.local`` of ``MAVEN_OPTS``, else ``~/.m2``."""
-    for option in os.environ.get("MAVEN_OPTS", "").split():
-        if option.startswith("-Dmaven.repo.local="):
-            return option.split("=", 1)[1]
-    return os.path.expanduser("~/.m2/repository")
-
-
 def pom_path(repository: str, group: str, artifact: str, version: str) -> str:
     name = f"{artifact}-{version}.pom"
     return os.path.join(repository, *group.split("."), artifact, version, name)
@@ -120,11 +112,10 @@ def resolved(repository: str, group: str, artifact: str, version: str) -> bool:
     return got.returncode == 0 and os.path.isfile(pom_path(repository, group, artifact, version))
 
 
-def stand_in(coordinates: str) -> bool:
+def stand_in(repository: str, coordinates: str) -> bool:
     """Resolve the parent ``coordinates``; where no reachable repository serves it, install
     under its version the release of its snapshot, else the newest release below it."""
     group, artifact, version = coordinates.split(":")
-    repository = local_repository()
     if os.path.isfile(pom_path(repository, group, artifact, version)):
         print(f"swe-mvn-parent: {coordinates} is in the local repository")
         return True
@@ -156,8 +147,14 @@ def stand_in(coordinates: str) -> bool:
 
 
 def main(arguments: list[str]) -> int:
-    wanted = [a for a in arguments if a.count(":") == 2]
-    return 0 if all([stand_in(coordinates) for coordinates in wanted]) else 1
+    """``LOCAL_REPOSITORY GROUP:ARTIFACT:VERSION...`` (the recipe names the image's local
+    repository, ``toolchain.MAVEN_REPOSITORY``)."""
+    if not arguments:
+        print("usage: swe-mvn-parent.py LOCAL_REPOSITORY GROUP:ARTIFACT:VERSION...")
+        return 2
+    repository, *wanted = arguments
+    coordinates = [a for a in wanted if a.count(":") == 2]
+    return 0 if all([stand_in(repository, c) for c in coordinates]) else 1
 
 
 if __name__ == "__main__":
