@@ -21,7 +21,7 @@ from schemas import ExportedTask, ScoredTask
 from schemas.workspace import TaskWorkspace, task_dir_name
 from streams.core import metrics
 from streams.evaluation.publish import push_task_image
-from streams.evaluation.registry import PushedImage, image_reference
+from streams.evaluation.registry import PushedImage, parse_registry
 from streams.evaluation.taskdir import DATASET, export_task
 from streams.evaluation.validator import Validator
 from streams.kafka.topics import EXPORTED, SCORED
@@ -35,7 +35,7 @@ Pusher = Callable[[TaskWorkspace], PushedImage]
 
 def registry_pusher(validator: Validator, registry: str) -> Pusher:
     """What pushes a task's instance image to ``registry`` (checked now: ValueError)."""
-    image_reference(registry, "o/r", 1)
+    parse_registry(registry)
 
     def push(ws: TaskWorkspace) -> PushedImage:
         return push_task_image(validator, ws, registry)

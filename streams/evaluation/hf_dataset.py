@@ -43,7 +43,7 @@ from streams.evaluation.hf_card import (
 )
 from streams.evaluation.licenses import UNKNOWN
 from streams.evaluation.months import created_time, task_month
-from streams.evaluation.taskdir import WORKSPACE, replace_bytes
+from streams.evaluation.taskdir import WORKSPACE, unique_instances, write_if_changed
 
 __all__ = [
     "COLUMNS",
@@ -277,11 +277,6 @@ def _check_output(out_dir: Path) -> None:
             )
 
 
-def _write_if_changed(path: Path, data: bytes) -> None:
-    if not (path.is_file() and path.read_bytes() == data):
-        replace_bytes(path, data)
-
-
 def write_hf_dataset(
     workspaces: Iterable[TaskWorkspace],
     out_dir: Path,
@@ -297,14 +292,9 @@ def write_hf_dataset(
     a repository it lacks is ``unknown``. ValueError for no tasks, an instance id twice, or an
     ``out_dir`` that is a file or holds a README.md that is no dataset card.
     """
-    tasks = list(workspaces)
+    tasks = unique_instances(workspaces)
     if not tasks:
         raise ValueError("no tasks to export: a dataset needs at least one row")
-    seen: set[str] = set()
-    for ws in tasks:
-        if ws.instance_id in seen:
-            raise ValueError(f"instance id {ws.instance_id} comes twice")
-        seen.add(ws.instance_id)
     if max_shard_rows < 1 or max_shard_bytes < 1:
         raise ValueError("a shard holds at least one row")
     out_dir = Path(out_dir)
@@ -326,8 +316,8 @@ def write_hf_dataset(
     card = render_card(COLUMNS, infos, tasks, licenses)
     (out_dir / DATA).mkdir(parents=True, exist_ok=True)
     for relative, data in files.items():
-        _write_if_changed(out_dir / relative, data)
-    _write_if_changed(out_dir / CARD, card.encode("utf-8"))
+        write_if_changed(out_dir / relative, data)
+    write_if_changed(out_dir / CARD, card.encode("utf-8"))
     removed: list[str] = []
     for stale in sorted((out_dir / DATA).glob("*.parquet")):
         relative = f"{DATA}/{stale.name}"

@@ -18,7 +18,7 @@ from typing import Any
 
 from schemas.workspace import TaskWorkspace
 from streams.evaluation.prebuild import failure_reason
-from streams.evaluation.registry import PushedImage, RegistryError, image_reference, push_image
+from streams.evaluation.registry import PushedImage, image_reference, parse_registry, push_image
 from streams.evaluation.taskdir import (
     DATASET,
     WORKSPACE,
@@ -112,9 +112,7 @@ def publish_tasks(
 ) -> list[PublishedTask]:
     """Blocking: every task directory under ``path`` (or ``path`` itself), one after another
     (their layers are shared: the second task of a repository sends only its own)."""
-    registry_error = _registry_problem(registry)
-    if registry_error:
-        raise RegistryError(registry_error)
+    parse_registry(registry)  # RegistryError before any task is built
     results = []
     for task_dir in find_task_dirs(path):
         result = publish_task_dir(validator, task_dir, registry)
@@ -122,14 +120,6 @@ def publish_tasks(
         if on_done is not None:
             on_done(result)
     return results
-
-
-def _registry_problem(registry: str) -> str:
-    try:
-        image_reference(registry, "o/r", 1)
-    except RegistryError as exc:
-        return str(exc)
-    return ""
 
 
 def summary_line(results: list[PublishedTask]) -> str:

@@ -77,6 +77,13 @@ def replace_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def write_if_changed(path: Path, data: bytes) -> None:
+    """``replace_bytes`` unless ``path`` holds ``data`` already: an export written again (a
+    record delivered twice, a re-export) touches no file."""
+    if not (path.is_file() and path.read_bytes() == data):
+        replace_bytes(path, data)
+
+
 # task directories -------------------------------------------------------------------------
 
 
@@ -151,9 +158,7 @@ def _write_files(output_dir: Path, ws: TaskWorkspace, files: dict[str, bytes]) -
             )
     # workspace.yaml last: a directory with it is complete, whatever else a crash left behind
     for name in sorted(files, key=lambda n: n == WORKSPACE):
-        path = task_dir / name
-        if not (path.is_file() and path.read_bytes() == files[name]):
-            replace_bytes(path, files[name])
+        write_if_changed(task_dir / name, files[name])
     for name in TASK_FILES:
         if name not in files:
             with contextlib.suppress(FileNotFoundError):
@@ -338,16 +343,22 @@ def read_task_dirs(input_dir: Path) -> list[TaskWorkspace]:
     return workspaces
 
 
-def write_dataset(workspaces: Iterable[TaskWorkspace], dataset_path: Path) -> int:
-    """Write ``dataset_path`` afresh: one line per task, in order; returns the number of rows.
-    ValueError when an instance id comes twice (the file holds one line per instance)."""
-    lines: list[str] = []
+def unique_instances(workspaces: Iterable[TaskWorkspace]) -> list[TaskWorkspace]:
+    """The tasks, in order; ValueError when an instance id comes twice (a dataset holds one
+    row per instance)."""
+    tasks = list(workspaces)
     seen: set[str] = set()
-    for ws in workspaces:
+    for ws in tasks:
         if ws.instance_id in seen:
             raise ValueError(f"instance id {ws.instance_id} comes twice")
         seen.add(ws.instance_id)
-        lines.append(dataset_line(ws.dataset_row()))
+    return tasks
+
+
+def write_dataset(workspaces: Iterable[TaskWorkspace], dataset_path: Path) -> int:
+    """Write ``dataset_path`` afresh: one line per task, in order; returns the number of rows.
+    ValueError when an instance id comes twice (the file holds one line per instance)."""
+    lines = [dataset_line(ws.dataset_row()) for ws in unique_instances(workspaces)]
     dataset_path = Path(dataset_path)
     dataset_path.parent.mkdir(parents=True, exist_ok=True)
     with _dataset_lock(dataset_path):
