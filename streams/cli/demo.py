@@ -90,6 +90,11 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
         logging.getLogger("swe_stream.topology").setLevel(logging.ERROR)
     # one view for the whole demo (the pipeline, the re-validation, the harness), one screen
     view = LiveView(live)
+    # every demo makes its world afresh, so an earlier run's ledger speaks of a world that is
+    # gone: replayed, it would call this run's PR exported already and leave the earlier task,
+    # whose clone is gone with that world, to be re-validated (a second demo would fail)
+    ledger_log = workdir / "ledger.jsonl"
+    ledger_log.unlink(missing_ok=True)
     world_root = Path(tempfile.mkdtemp(prefix="world-", dir=workdir))
     reports: list[dict[str, Any]] = []
     try:
@@ -123,7 +128,7 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
             plan = RunPlan(
                 selection=HourSelection(first=world.hour),
                 once=True,
-                ledger_log=output / ".swe-stream" / "ledger.jsonl",
+                ledger_log=ledger_log,
                 live=live,
             )
             view.start()

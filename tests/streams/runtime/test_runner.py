@@ -197,6 +197,12 @@ def test_a_demo_of_the_whole_pipeline_runs_offline(tmp_path: Path, base_image: s
     assert (tmp_path / "demo" / "tasks" / TASK / "workspace.yaml").is_file()
     assert not [p for p in (tmp_path / "demo").iterdir() if p.name.startswith("world-")]
     assert os.path.exists(tmp_path / "demo" / "tasks" / "dataset.jsonl")
+    # the main job again in the same folder: its new world, its task exported and valid again
+    again = swe_stream(env, "demo", "--workdir", str(tmp_path / "demo"))
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert f"  {TASK}: valid; gold patch resolves: True, empty patch resolves: False" in (
+        again.stdout
+    )
 
 
 def demo_of(language: str, task: str, workdir: Path) -> tuple[dict[str, Any], str]:
