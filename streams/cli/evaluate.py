@@ -498,6 +498,9 @@ def cmd_images_instances(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_images_push(args: argparse.Namespace, settings: Settings) -> int:
     path = args.input or settings.export_dir
+    # every layer at its kept tag, as `images instances` builds them: a dropped layer's image
+    # is its build's own and cannot be pushed
+    settings.docker.cache_level = KEPT_LEVEL
     show = None if args.json else (lambda result: print(result.line(), flush=True))
     try:
         results = publish_tasks(make_validator(settings), path, args.registry, on_done=show)

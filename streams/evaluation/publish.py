@@ -4,7 +4,8 @@
 A task's images are the harness's own (``task_environment``: built, reused, or pulled); its
 instance image is pushed as ``registry.image_reference`` names it, then the task directory's
 ``workspace.yaml`` and its line of the ``dataset.jsonl`` beside it gain ``image_name`` (and the
-line ``docker_image``). Layers the cache level drops go when the push is done.
+line ``docker_image``). Pushes build at the kept level (``KEPT_LEVEL``), so the images stay
+here at their kept tags too (the harness reuses them).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.workspace import TaskWorkspace
-from streams.evaluation.prebuild import failure_reason
+from streams.evaluation.prebuild import KEPT_LEVEL, failure_reason
 from streams.evaluation.registry import PushedImage, image_reference, parse_registry, push_image
 from streams.evaluation.taskdir import (
     DATASET,
@@ -62,7 +63,15 @@ class PublishedTask:
 
 def push_task_image(validator: Validator, task: TaskWorkspace, registry: str) -> PushedImage:
     """Blocking: the task's instance image (built or reused as the harness sets the task up)
-    pushed to ``registry``; raises what the setup or the push raised."""
+    pushed to ``registry``; raises what the setup or the push raised. ``validator`` builds at
+    the kept level (``KEPT_LEVEL``): a dropped layer's image is its build's own, labelled with
+    its process, and wherever it is pulled on this host once that process has ended, the
+    orphan sweep (``sandbox.remove_orphans``) would take it for the dead build's and remove it."""
+    if validator.docker.cache_level != KEPT_LEVEL:
+        raise ValueError(
+            f"images are pushed from cache level {KEPT_LEVEL!r}, not "
+            f"{validator.docker.cache_level!r}: a dropped layer's image belongs to its build"
+        )
     reference = image_reference(registry, task.repo, task.number)
     # a task pushed before names its image: that one is pushed (pulled first if it is not
     # here), so pushing again sends nothing and another registry gets the very same image

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from streams.evaluation.sandbox import OWNER_LABEL
+
 log = logging.getLogger("swe_stream.registry")
 
 # a reference's path component (distribution's grammar): lower-case alphanumerics joined by
@@ -148,7 +150,12 @@ def push_image(client: Any, image: str, reference: str) -> PushedImage:
     started = time.monotonic()
     repository, _, tag = reference.rpartition(":")
     try:
-        client.images.get(image).tag(repository, tag)
+        local = client.images.get(image)
+        if (local.labels or {}).get(OWNER_LABEL):
+            # a dropped layer's image names the process that built it: pulled on this host
+            # after that process ended, the orphan sweep would remove it from under its user
+            raise RegistryError(f"{image} is one build's own image (dropped after its task)")
+        local.tag(repository, tag)
         events = client.api.push(repository, tag=tag, stream=True, decode=True)
         pushed = summarize_push(reference, events)
     except docker.errors.APIError as exc:

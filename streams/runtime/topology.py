@@ -38,6 +38,7 @@ from streams.clients.github import GitHubClient
 from streams.clients.llm import LLMClient
 from streams.core.settings import Settings
 from streams.evaluation.egress import model_endpoints
+from streams.evaluation.prebuild import KEPT_LEVEL
 from streams.evaluation.recipes.memory import RecipeTable
 from streams.evaluation.recipes.overrides import load_overrides
 from streams.evaluation.sandbox import Limits
@@ -107,7 +108,7 @@ def pipeline_stages(settings: Settings, resources: StageResources) -> list[Stage
         export_stage(
             settings.export_dir,
             settings.pipeline_version,
-            registry_pusher(validator, settings.export.registry)
+            registry_pusher(pushing_validator(settings, repos), settings.export.registry)
             if settings.export.registry
             else None,
         ),
@@ -169,6 +170,15 @@ def make_validator(
         load_overrides(settings.validation.overrides_file),
         memory if settings.validation.recipe_memory else None,
     )
+
+
+def pushing_validator(settings: Settings, repos: RepoCache) -> Validator:
+    """The engine the export stage pushes images with: the pipeline's settings at the kept
+    cache level (``publish.push_task_image`` says why), sharing its clones."""
+    kept = settings.model_copy(
+        update={"docker": settings.docker.model_copy(update={"cache_level": KEPT_LEVEL})}
+    )
+    return make_validator(kept, repos)
 
 
 def select_stages(stages: list[Stage[Any]], names: list[str]) -> list[Stage[Any]]:

@@ -4,6 +4,7 @@ the test builds (``tests.harness_tasks``) and a second task of the same reposito
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import shutil
@@ -17,7 +18,10 @@ from prometheus_client import REGISTRY
 
 from agents.export import TaskExporter, registry_pusher
 from schemas import ScoredTask
+from streams.evaluation.prebuild import KEPT_LEVEL
+from streams.evaluation.publish import push_task_image
 from streams.evaluation.registry import image_reference, repository_component
+from streams.evaluation.sandbox import remove_orphans
 from streams.evaluation.taskdir import (
     WORKSPACE,
     load_workspace,
@@ -124,6 +128,9 @@ def test_push_sends_shared_layers_once_and_the_harness_pulls_the_image(
         try:
             assert environment.instance.tag == expected[TASK] and not environment.instance.built
             assert pulled() == before + 1
+            # the push's process has ended: its pushed image is nobody's orphan
+            remove_orphans(docker_client)
+            assert docker_client.images.get(expected[TASK])
             gold = engine.validator.evaluate(
                 environment, task.patch, task.test_patch, task.FAIL_TO_PASS, task.PASS_TO_PASS
             )
@@ -178,6 +185,9 @@ async def test_the_export_stage_pushes_with_export_registry_and_never_loses_a_ta
     root = made[0]
     scored = ScoredTask.model_validate_json((root / f"{TASK}.scored.json").read_text())
     validator = engine_for(made, docker_client, base_image, tmp_path).validator
+    with pytest.raises(ValueError, match="cache level 'instance'"):  # the engine's own: env
+        await asyncio.to_thread(push_task_image, validator, made[2], "127.0.0.1:1/x")
+    validator.docker = validator.docker.model_copy(update={"cache_level": KEPT_LEVEL})
     with registry(tmp_path / "registry") as served:
         namespace = f"{served.address}/exported"
         stage = TaskExporter(tmp_path / "out", 1, registry_pusher(validator, namespace))
