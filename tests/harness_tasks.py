@@ -5,10 +5,15 @@ module-scoped fixture, imported by the test modules that use it), and engines to
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import secrets
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from prometheus_client import REGISTRY
 
 from agents.extract import Extract
@@ -17,10 +22,10 @@ from schemas import PatchSet, ScoredTask, ValidatedTask
 from schemas.workspace import TaskWorkspace
 from streams.clients.git import RepoCache
 from streams.core.settings import DockerSettings, ExtractSettings, ValidateSettings
-from streams.evaluation.environments import INSTANCE_REPOSITORY, process_tag
+from streams.evaluation.environments import INSTANCE_REPOSITORY, kept_tags, process_tag
 from streams.evaluation.harness import RUN_LABEL, HarnessEngine, HarnessOptions
 from streams.evaluation.sandbox import Limits, listed_image_tags
-from streams.evaluation.taskdir import write_task_dir
+from streams.evaluation.taskdir import WORKSPACE, write_task_dir
 from streams.evaluation.validator import Validator
 from streams.offline.local_repo import PullRequestRepo
 from streams.offline.world import make_demo_repository
@@ -118,3 +123,31 @@ def our_instance_images(docker_client: Any) -> set[str]:
 def instance_builds() -> float:
     labels = {"layer": "instance", "result": "built"}
     return REGISTRY.get_sample_value("swe_stream_images_total", labels) or 0.0
+
+
+def task_copy(made: Any, tasks: Path, name: str) -> Path:
+    """The exported task as ``tasks/name`` under a PR number and instance id of its own: the
+    kept instance image a push leaves (it builds at the kept level) is then no other test's,
+    whose task's harness would reuse it instead of building."""
+    number = 1000 + secrets.randbelow(10**9)
+    data = yaml.safe_load((made[0] / "tasks" / TASK / WORKSPACE).read_text())
+    data["instance_id"] = f"{data['instance_id'].rsplit('-', 1)[0]}-{number}"
+    data |= {"id": name, "number": number}
+    target = tasks / name
+    shutil.copytree(made[0] / "tasks" / TASK, target)
+    (target / WORKSPACE).write_text(yaml.safe_dump(data, sort_keys=False))
+    return target
+
+
+@pytest.fixture
+def kept_instances(docker_client: Any) -> Iterator[list[str]]:
+    """Instance ids whose kept instance images the test leaves: removed after it."""
+    import docker.errors
+
+    instance_ids: list[str] = []
+    yield instance_ids
+    for instance_id in instance_ids:
+        for tag in kept_tags(docker_client, instance_id):
+            if tag.startswith(INSTANCE_REPOSITORY):
+                with contextlib.suppress(docker.errors.APIError):
+                    docker_client.images.remove(tag, force=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,8 @@ import pytest
 
 from streams.evaluation.taskdir import WORKSPACE, load_workspace
 from tests.conftest import REPO_ROOT, SWE_STREAM
-from tests.harness_tasks import TASK
+from tests.harness_tasks import TASK, task_copy
+from tests.harness_tasks import kept_instances as kept_instances  # the fixture
 from tests.harness_tasks import made as made  # the module fixture: the exported task
 from tests.registries import registry
 from tests.workers import worker_env
@@ -70,13 +70,18 @@ def run_mini_swe_agent(instances: list[dict[str, Any]], model: dict[str, Any], o
 
 
 def test_mini_swe_agent_runs_on_the_hf_dataset_and_the_harness_grades_it(
-    made: Any, base_image: str, docker_client: Any, tmp_path: Path, monkeypatch: Any
+    made: Any,
+    base_image: str,
+    docker_client: Any,
+    tmp_path: Path,
+    monkeypatch: Any,
+    kept_instances: list[str],
 ) -> None:
     from datasets import load_dataset
 
     tasks = tmp_path / "tasks"
-    shutil.copytree(made[0] / "tasks" / TASK, tasks / TASK)
-    workspace = load_workspace(tasks / TASK / WORKSPACE)
+    workspace = load_workspace(task_copy(made, tasks, TASK) / WORKSPACE)
+    kept_instances.append(workspace.instance_id)
     with registry(tmp_path / "registry") as served:
         swe_stream(made, base_image, "images", "push", "--registry", f"{served.address}/swe",
                    "-i", str(tasks))  # fmt: skip

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from prometheus_client import REGISTRY
 
 from agents.export import TaskExporter, registry_pusher
@@ -30,7 +29,8 @@ from streams.evaluation.taskdir import (
 )
 from streams.evaluation.validator import task_environment
 from tests.conftest import REPO_ROOT, SWE_STREAM
-from tests.harness_tasks import TASK, engine_for
+from tests.harness_tasks import TASK, engine_for, task_copy
+from tests.harness_tasks import kept_instances as kept_instances  # the fixture
 from tests.harness_tasks import made as made  # the module fixture: the exported task
 from tests.registries import docker_config, registry
 from tests.workers import worker_env
@@ -38,20 +38,11 @@ from tests.workers import worker_env
 pytestmark = pytest.mark.docker
 
 
-def two_tasks(made: Any, tasks: Path) -> list[Path]:
-    """The exported task and a second PR of its repository (another number and instance id,
-    so its own instance image), with their dataset.jsonl beside them."""
-    root = made[0]
-    first = tasks / TASK
-    shutil.copytree(root / "tasks" / TASK, first)
-    data = yaml.safe_load((first / WORKSPACE).read_text())
-    token = secrets.token_hex(3)
-    data["instance_id"] = data["instance_id"].rsplit("-", 1)[0] + f"-{int(token, 16) + 2}"
-    data["number"] = int(token, 16) + 2
-    data["id"] = f"{TASK}-second"
-    second = tasks / data["id"]
-    shutil.copytree(first, second)
-    (second / WORKSPACE).write_text(yaml.safe_dump(data, sort_keys=False))
+def two_tasks(made: Any, tasks: Path, kept: list[str]) -> list[Path]:
+    """Two PRs of the exported task's repository (numbers and instance ids of their own, so
+    their own instance images), with their dataset.jsonl beside them."""
+    first, second = task_copy(made, tasks, TASK), task_copy(made, tasks, f"{TASK}-second")
+    kept += [load_workspace(path / WORKSPACE).instance_id for path in (first, second)]
     task_dirs_to_dataset(tasks, tasks / "dataset.jsonl")
     return [first, second]
 
@@ -81,10 +72,10 @@ def pulled() -> float:
 
 
 def test_push_sends_shared_layers_once_and_the_harness_pulls_the_image(
-    made: Any, base_image: str, docker_client: Any, tmp_path: Path
+    made: Any, base_image: str, docker_client: Any, tmp_path: Path, kept_instances: list[str]
 ) -> None:
     tasks = tmp_path / "tasks"
-    first, second = two_tasks(made, tasks)
+    first, second = two_tasks(made, tasks, kept_instances)
     with registry(tmp_path / "registry") as served:
         namespace = f"{served.address}/swe"
         done = push(made, base_image, tasks, namespace)
@@ -149,10 +140,10 @@ def test_push_sends_shared_layers_once_and_the_harness_pulls_the_image(
 
 
 def test_push_credentials_come_from_dockers_config_and_stay_out_of_the_output(
-    made: Any, base_image: str, tmp_path: Path
+    made: Any, base_image: str, tmp_path: Path, kept_instances: list[str]
 ) -> None:
     tasks = tmp_path / "tasks"
-    two_tasks(made, tasks)
+    two_tasks(made, tasks, kept_instances)
     shutil.rmtree(tasks / f"{TASK}-second")
     password = f"pw-{secrets.token_hex(8)}"
     with registry(tmp_path / "registry", ("swe", password)) as served:
@@ -178,12 +169,16 @@ def image_pushes(result: str) -> float:
 
 
 async def test_the_export_stage_pushes_with_export_registry_and_never_loses_a_task(
-    made: Any, base_image: str, docker_client: Any, tmp_path: Path
+    made: Any, base_image: str, docker_client: Any, tmp_path: Path, kept_instances: list[str]
 ) -> None:
     """``export.registry``: the export stage pushes each task's image and its rows name it; a
     registry that does not answer still exports the task, without an image, counted."""
     root = made[0]
-    scored = ScoredTask.model_validate_json((root / f"{TASK}.scored.json").read_text())
+    exported = ScoredTask.model_validate_json((root / f"{TASK}.scored.json").read_text())
+    number = 1000 + secrets.randbelow(10**9)  # an instance of its own (``task_copy``)
+    instance_id = f"{exported.instance_id.rsplit('-', 1)[0]}-{number}"
+    scored = exported.model_copy(update={"number": number, "instance_id": instance_id})
+    kept_instances.append(scored.instance_id)
     validator = engine_for(made, docker_client, base_image, tmp_path).validator
     with pytest.raises(ValueError, match="cache level 'instance'"):  # the engine's own: env
         await asyncio.to_thread(push_task_image, validator, made[2], "127.0.0.1:1/x")
