@@ -6,6 +6,7 @@ engine is a test *error* there, so a broken CI machine can never look green.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -131,18 +132,115 @@ def embedded_broker() -> Iterator[Any]:
 
 
 @pytest.fixture
-def bootstrap(embedded_broker: Any) -> str:
+def embedded_bootstrap(embedded_broker: Any) -> str:
+    """The embedded broker alone: for what is about that broker (its missing idempotence)."""
     return str(embedded_broker.bootstrap)
+
+
+# The brokers every broker test runs on: the embedded one (Tansu, the default of `mine` and the
+# demo) and Apache Kafka (KRaft, the production engine), a fresh one per test on both.
+BROKERS = ("embedded", "kafka")
+
+
+def start_kafka(nodes: int = 1, **options: Any) -> Any:
+    """A fresh Apache Kafka of ``nodes`` KRaft nodes on loopback (the launcher,
+    ``streams.kafka.apache``): its jars fetched once per machine, Java from .ci/prepare."""
+    from streams.kafka.apache import KafkaCluster
+    from streams.kafka.apache_install import KafkaInstallError
+    from streams.kafka.broker import BrokerError
+
+    cluster = KafkaCluster(nodes=nodes, **options)
+    try:
+        cluster.start()
+    except (BrokerError, KafkaInstallError) as exc:
+        cluster.stop()
+        unavailable(f"Apache Kafka cannot start: {exc}")
+    return cluster
+
+
+@contextlib.contextmanager
+def running_broker(kind: str, log_path: Path | None = None) -> Iterator[str]:
+    """A fresh broker of ``kind`` (``BROKERS``) for the block: its bootstrap."""
+    if kind == "embedded":
+        from streams.kafka.broker import BrokerError, EmbeddedBroker
+
+        broker = EmbeddedBroker(log_path=log_path)
+        try:
+            broker.start()
+        except BrokerError as exc:
+            unavailable(f"embedded broker cannot start: {exc}")
+        try:
+            yield broker.bootstrap
+        finally:
+            broker.stop()
+        return
+    cluster = start_kafka()
+    try:
+        yield cluster.bootstrap
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(params=BROKERS)
+def broker_kind(request: pytest.FixtureRequest) -> str:
+    """Which broker a broker test runs on (its id: ``test_x[kafka]``)."""
+    return str(request.param)
+
+
+@pytest.fixture
+def bootstrap(broker_kind: str) -> Iterator[str]:
+    """A fresh broker's bootstrap: the embedded broker, then Apache Kafka (the parameter)."""
+    with running_broker(broker_kind) as bootstrap:
+        yield bootstrap
 
 
 KINDS = ("unit", "integration", "docker")
 
 
+def broker_of(item: pytest.Item) -> str | None:
+    """The broker a collected test runs on (its ``broker_kind`` parameter), if any."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("broker_kind") if callspec is not None else None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test says what it needs, so `-m unit` really is the no-broker, no-Docker set."""
+    """Every test says what it needs, so `-m unit` really is the no-broker, no-Docker set;
+    a test on Apache Kafka is also marked ``kafka`` (`-m kafka`: that broker's share)."""
     unmarked = [item.nodeid for item in items if not any(item.get_closest_marker(k) for k in KINDS)]
     if unmarked:
         raise pytest.UsageError(f"tests without a unit/integration/docker marker: {unmarked}")
+    for item in items:
+        if broker_of(item) == "kafka":
+            item.add_marker(pytest.mark.kafka)
+
+
+BROKER_SHARES: dict[str, dict[str, float]] = {}
+
+
+def broker_in(nodeid: str) -> str | None:
+    """The broker named among a test id's parameters (``test_x[kafka]``), if any."""
+    if not nodeid.endswith("]") or "[" not in nodeid:
+        return None
+    parameters = nodeid[nodeid.rindex("[") + 1 : -1].split("-")
+    return next((kind for kind in BROKERS if kind in parameters), None)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Each broker's share of the run: its tests' time (set-up, call and tear-down)."""
+    kind = broker_in(report.nodeid)
+    if kind is not None:
+        BROKER_SHARES.setdefault(kind, {}).setdefault(report.nodeid, 0.0)
+        BROKER_SHARES[kind][report.nodeid] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The closing lines say how long each broker's tests took (summed over the workers)."""
+    if BROKER_SHARES:
+        terminalreporter.section("broker shares")
+        for kind, tests in sorted(BROKER_SHARES.items()):
+            terminalreporter.write_line(
+                f"{kind}: {len(tests)} tests, {sum(tests.values()):.0f} s of test time"
+            )
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -16,6 +17,7 @@ import yaml
 from streams.cli.options import Commands, Parents, StopSignals, cluster
 from streams.core.errors import UsageError
 from streams.core.settings import Settings
+from streams.kafka.apache import KafkaCluster
 from streams.kafka.broker import EmbeddedBroker, kafka_bootstrap
 from streams.kafka.client import TopicAdmin, format_configs
 from streams.kafka.offsets import (
@@ -36,9 +38,22 @@ log = logging.getLogger("swe_stream.cli")
 def register(commands: Commands, parents: Parents) -> None:
     common, kafka = parents.common, parents.kafka
     broker = commands.add_parser(
-        "broker", parents=[common], help="run the embedded Kafka broker (Tansu) until Ctrl-C"
+        "broker",
+        parents=[common],
+        help="run a local broker until Ctrl-C: the embedded one (Tansu), or Apache Kafka",
     )
-    broker.add_argument("--port", type=int, default=None, help="listen port (default: free port)")
+    broker.add_argument(
+        "--port", type=int, default=None, help="listen port of the embedded broker (default: free)"
+    )
+    broker.add_argument(
+        "--apache", action="store_true", help="Apache Kafka (KRaft) instead of the embedded broker"
+    )
+    broker.add_argument("--nodes", type=int, choices=(1, 3), default=1, help="Apache Kafka nodes")
+    broker.add_argument(
+        "--data-dir", type=Path, help="Apache Kafka's storage, kept across restarts (default: a "
+        "temporary directory removed at exit)",
+    )  # fmt: skip
+    broker.add_argument("--kafka-version", help="Apache Kafka's version (kafka.apache_version)")
     broker.set_defaults(handler=cmd_broker)
 
     topics = commands.add_parser("topics", parents=[common], help="create / list / describe topics")
@@ -85,6 +100,8 @@ def register(commands: Commands, parents: Parents) -> None:
 
 
 def cmd_broker(args: argparse.Namespace, settings: Settings) -> int:
+    if args.apache:
+        return _serve_apache(args, settings)
     broker = EmbeddedBroker(port=args.port or settings.kafka.embedded_port)
     with StopSignals() as stop:
         try:
@@ -104,6 +121,32 @@ def cmd_broker(args: argparse.Namespace, settings: Settings) -> int:
             return 0
         finally:
             broker.stop()
+
+
+def _serve_apache(args: argparse.Namespace, settings: Settings) -> int:
+    cluster = KafkaCluster(
+        nodes=args.nodes,
+        version=args.kafka_version or settings.kafka.apache_version,
+        data_dir=args.data_dir,
+        quick=False,
+    )
+    with StopSignals() as stop:
+        try:
+            cluster.start()
+            print(f"bootstrap: {cluster.bootstrap}", flush=True)
+            print(f"broker pids: {' '.join(str(p) for p in cluster.pids)}", flush=True)
+            kept = f"storage in {cluster.data_dir}" + (
+                "" if args.data_dir else " (removed at exit)"
+            )
+            print(f"Apache Kafka {cluster.version}: {kept}, Ctrl-C to stop", file=sys.stderr)
+            while not stop.wait(0.5):
+                if not all(member.running for member in cluster.members):
+                    print("swe-stream: a Kafka node exited unexpectedly", file=sys.stderr)
+                    return 1
+            log.info("signal %s: stopping Apache Kafka", stop.received)
+            return 0
+        finally:
+            cluster.stop()
 
 
 def cmd_topics(args: argparse.Namespace, settings: Settings) -> int:
@@ -145,7 +188,7 @@ async def _topics(action: str, bootstrap: str, settings: Settings, specs: list[A
                 print(f"  also holds: schemas.{model.__name__}")
             print(f"  partitions: {state.wanted_partitions} (cluster: {have})")
             print(
-                f"  configs:    {format_configs(spec.configs)} (cluster: "
+                f"  configs:    {format_configs(state.wanted_configs)} (cluster: "
                 f"{format_configs(state.configs) if state.exists else '-'})"
             )
             if spec.has_dlq:

@@ -341,7 +341,9 @@ def explain(exc: BaseException, args: argparse.Namespace, settings: Settings) ->
     that is a bug (its traceback is the report)."""
     from aiokafka.errors import KafkaConnectionError, NoBrokersAvailable
 
+    from streams.kafka.apache_install import KafkaInstallError
     from streams.kafka.broker import BrokerError
+    from streams.kafka.local import LocalBrokerUnavailable
 
     if isinstance(exc, UserError):
         return exc
@@ -353,8 +355,12 @@ def explain(exc: BaseException, args: argparse.Namespace, settings: Settings) ->
             f"cannot reach the Kafka cluster at {where}: {one_line(str(exc))}",
             cluster_fix(embedded_possible(args)),
         )
-    if isinstance(exc, BrokerError):  # the embedded broker did not start: keep its log tail
+    if isinstance(exc, BrokerError):  # a broker it started did not start: keep its log tail
         return UserError(str(exc), code=ExitCode.FAILURE)
+    if isinstance(exc, KafkaInstallError | LocalBrokerUnavailable):
+        return UserError(
+            str(exc), "or run on the embedded broker: kafka.local_broker=embedded", ExitCode.FAILURE
+        )
     return None
 
 

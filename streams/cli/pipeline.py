@@ -14,8 +14,8 @@ from streams.cli.options import Commands, Parents, cluster, hour_selection, live
 from streams.core import metrics
 from streams.core.errors import ExitCode
 from streams.core.settings import Settings
-from streams.kafka.broker import kafka_bootstrap
 from streams.kafka.client import IdempotenceUnsupported
+from streams.kafka.local import kafka_for_command
 from streams.kafka.offsets import parse_partition_offsets, parse_time_ms
 from streams.runtime.replay import ReplayError, ReplayPlan, replay_pipeline
 from streams.runtime.runner import RunPlan, run_pipeline
@@ -126,18 +126,14 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     if problem:
         print(f"swe-stream run: {problem}", file=sys.stderr)
         return 2
-    if not settings.kafka.bootstrap:
-        log.warning(
-            "run on the embedded broker: nothing survives the process; production "
-            "runs name a cluster with --bootstrap"
-        )
     plan = RunPlan(selection=selection, live=live(args))
     return _run_plan(settings, plan, settings.export_dir, "run")
 
 
 def _run_plan(settings: Settings, plan: RunPlan, output: Path, command: str) -> int:
     metrics.serve_metrics(settings.worker.metrics_port)
-    with kafka_bootstrap(settings.kafka.bootstrap, settings.kafka.embedded_port) as (
+    durable = command == "run"  # always-on: a local broker keeps its topics (streams.kafka.local)
+    with kafka_for_command(settings.kafka, settings.worker.data_dir, durable) as (
         bootstrap,
         embedded,
     ):

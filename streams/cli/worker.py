@@ -85,6 +85,8 @@ def _export_for_app(args: argparse.Namespace, settings: Settings, profile: Kafka
         "SWE_STREAM_KAFKA_BOOTSTRAP": profile.bootstrap,
         "SWE_STREAM_KAFKA_PARTITIONS": str(settings.kafka.partitions),
         "SWE_STREAM_KAFKA_IDEMPOTENCE": "on" if profile.idempotence else "off",
+        "SWE_STREAM_KAFKA_REPLICATION_FACTOR": str(profile.replication.factor),
+        "SWE_STREAM_KAFKA_MIN_INSYNC_REPLICAS": str(profile.replication.min_in_sync),
         "SWE_STREAM_WORKER_APP_ID": settings.worker.app_id,
         "SWE_STREAM_WORKER_WEB_PORT": str(settings.worker.web_port),
         "SWE_STREAM_WORKER_METRICS_PORT": str(settings.worker.metrics_port),

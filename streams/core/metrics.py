@@ -269,6 +269,12 @@ CONSUMER_LAG = Gauge(
     "Records not yet consumed by this worker's group: end offset minus committed offset",
     ["topic", "partition"],
 )
+GROUP_LEADER = Gauge(
+    "swe_stream_consumer_group_leader",
+    "1 on the worker that assigned its consumer group's partitions in the latest rebalance "
+    "(the group's leader), 0 on the others; none before the worker's first assignment",
+    ["group"],
+)
 COMMIT_STALLS_REPAIRED = Counter(
     "swe_stream_commit_stalls_repaired_total",
     "Partitions whose offset commit stalled behind records never acked, read again from the "

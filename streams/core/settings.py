@@ -95,7 +95,18 @@ class KafkaSettings(Section):
     partitions: int = Field(
         4, ge=1, le=1024, description="partition count of every PR-level topic (co-partitioned)"
     )
-    replication_factor: int = Field(1, ge=1)
+    replication_factor: int | None = Field(
+        None,
+        ge=1,
+        description="copies of each partition of the catalog's topics and Faust's; unset = 3 "
+        "on a cluster of three or more brokers, else one per broker",
+    )
+    min_insync_replicas: int | None = Field(
+        None,
+        ge=1,
+        description="copies that must have a write (acks=all) on a replicated topic; unset = "
+        "2 with 3 copies (a broker may die without a write lost or refused)",
+    )
     idempotence: Literal["auto", "on", "off"] = Field(
         "auto",
         description="idempotent producer; auto = off on the embedded broker, on elsewhere",
@@ -107,6 +118,15 @@ class KafkaSettings(Section):
         None, gt=0, description="unset = 10 s on the embedded broker, Faust's 60 s elsewhere"
     )
     embedded_port: int = Field(0, ge=0, le=65535, description="0 = pick a free port")
+    local_broker: Literal["auto", "embedded", "apache"] = Field(
+        "auto",
+        description="the broker a command starts when no bootstrap is named: auto = `run` "
+        "starts Apache Kafka with its storage in worker.data_dir/kafka when Java is here "
+        "(nothing is lost when it restarts), every other command the embedded broker",
+    )
+    apache_version: str = Field(
+        "4.4.0", description="the Apache Kafka a command starts (from Maven Central, once)"
+    )
 
     @field_validator("bootstrap")
     @classmethod
@@ -160,6 +180,13 @@ class WorkerSettings(Section):
     )
     stages: StrList = Field(
         default_factory=list, description="stages this worker runs (names); empty = every stage"
+    )
+    group_instance_id: str = Field(
+        "",
+        description="static membership on Apache Kafka (group.instance.id): a worker started "
+        "again with the same id takes its partitions back at once instead of waiting out its "
+        "dead self's session (60 s); empty = this host's name and data_dir, 'none' = dynamic "
+        "membership. Two workers of one group need different ids (data directories)",
     )
 
 

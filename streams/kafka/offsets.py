@@ -28,6 +28,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import OffsetAndMetadata
 
+from streams.kafka.client import partitions_of, patiently, started_consumer
+
 log = logging.getLogger("swe_stream.offsets")
 
 FAR_FUTURE_MS = 4_102_444_800_000  # 2100-01-01: no record is stamped at or after it
@@ -57,24 +59,23 @@ class PartitionPosition:
 
 @contextlib.asynccontextmanager
 async def _consumer(bootstrap: str, group: str | None = None) -> AsyncIterator[AIOKafkaConsumer]:
-    consumer = AIOKafkaConsumer(
+    consumer = await started_consumer(
         bootstrap_servers=bootstrap,
         group_id=group,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
     )
-    await consumer.start()
     try:
         yield consumer
     finally:
         await consumer.stop()
 
 
-def topic_partitions(consumer: AIOKafkaConsumer, topic: str) -> list[TopicPartition]:
-    partitions = consumer.partitions_for_topic(topic)
+async def topic_partitions(consumer: AIOKafkaConsumer, topic: str) -> list[TopicPartition]:
+    partitions = await partitions_of(consumer, topic)
     if not partitions:
         raise OffsetsError(f"topic {topic} does not exist (or has no partitions)")
-    return [TopicPartition(topic, p) for p in sorted(partitions)]
+    return partitions
 
 
 async def high_watermarks(
@@ -106,7 +107,7 @@ async def high_watermarks(
 async def topic_bounds(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
     """``partition -> (log start, high watermark)``."""
     async with _consumer(bootstrap) as consumer:
-        partitions = topic_partitions(consumer, topic)
+        partitions = await topic_partitions(consumer, topic)
         starts = await consumer.beginning_offsets(partitions)
         ends = await high_watermarks(consumer, partitions)
     return {tp.partition: (starts[tp], ends[tp]) for tp in partitions}
@@ -120,7 +121,10 @@ async def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int,
     await admin.start()
     try:
         # partitions named: the embedded broker drops the connection on "all of them"
-        listed = await admin.list_consumer_group_offsets(group, partitions=partitions)
+        listed = await patiently(
+            lambda: admin.list_consumer_group_offsets(group, partitions=partitions),
+            f"offsets of group {group}",
+        )
     finally:
         await admin.close()
     return {
@@ -143,7 +147,9 @@ async def group_members(bootstrap: str, group: str) -> list[str]:
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
-        replies = await admin.describe_consumer_groups([group])
+        replies = await patiently(
+            lambda: admin.describe_consumer_groups([group]), f"members of group {group}"
+        )
     finally:
         await admin.close()
     members: list[str] = []
@@ -160,7 +166,7 @@ async def offsets_at_time(bootstrap: str, topic: str, when_ms: int) -> tuple[dic
     high watermark where there is none), and how it was found: ``"lookup"`` (the broker's
     ListOffsets by time) or ``"scan"`` (the records' timestamps, read from the start)."""
     async with _consumer(bootstrap) as consumer:
-        partitions = topic_partitions(consumer, topic)
+        partitions = await topic_partitions(consumer, topic)
         ends = await high_watermarks(consumer, partitions)
         if await _time_lookup_trustworthy(consumer, partitions, ends):
             found = await consumer.offsets_for_times(dict.fromkeys(partitions, when_ms))
@@ -232,7 +238,7 @@ async def commit_offsets(
     if not offsets:
         return
     async with _consumer(bootstrap, group) as consumer:
-        known = {tp.partition for tp in topic_partitions(consumer, topic)}
+        known = {tp.partition for tp in await topic_partitions(consumer, topic)}
         unknown = sorted(set(offsets) - known)
         if unknown:
             raise OffsetsError(f"topic {topic} has no partition(s) {unknown}")

@@ -35,6 +35,17 @@ HOUR_KEY = "YYYY-MM-DD-H (GH Archive hour, UTC)"
 DLQ_SUFFIX = ".dlq"
 
 COMPACT = {"cleanup.policy": "compact"}
+# The processed-PR ledger in production (README, "The ledger's topic"): compacted to each PR's
+# latest entry per version, which is what a worker restores its ledger table from; a segment
+# rolls daily (or at 100 MB) so that the cleaner gets yesterday's transitions instead of Kafka's
+# week; a transition stays a day before it may be compacted away (``ledger show`` has a day of
+# history, a run's summary its whole funnel); no tombstones: a PR once processed stays so.
+LEDGER_CONFIGS = {
+    "cleanup.policy": "compact",
+    "segment.ms": str(24 * 3600 * 1000),
+    "segment.bytes": str(100 * 1024 * 1024),
+    "min.compaction.lag.ms": str(24 * 3600 * 1000),
+}
 # Dead letters wait for a human: keep them 30 days.
 DLQ_CONFIGS = {"cleanup.policy": "delete", "retention.ms": str(30 * 24 * 3600 * 1000)}
 
@@ -65,6 +76,38 @@ class TopicSpec:
 
     def partition_count(self, pr_partitions: int) -> int:
         return self.partitions if self.partitions is not None else pr_partitions
+
+    def configs_on(self, replication: Replication) -> dict[str, str]:
+        """The topic's configs on a cluster replicating as ``replication``: its own, and how
+        many copies must have a write before it is acknowledged (``acks=all``)."""
+        configs = dict(self.configs)
+        if replication.factor > 1:
+            configs["min.insync.replicas"] = str(replication.min_in_sync)
+        return configs
+
+
+@dataclass(frozen=True)
+class Replication:
+    """How many brokers keep each partition of the catalog's topics, and how many of them
+    must have a write before it counts."""
+
+    factor: int
+    min_in_sync: int
+
+
+def replication_for(
+    brokers: int, factor: int | None = None, min_in_sync: int | None = None
+) -> Replication:
+    """The catalog's replication on a cluster of ``brokers``: three copies, two of them in sync
+    (one broker may die or restart without a write refused or lost) where there are three or
+    more brokers; one copy per broker on fewer (the embedded broker, a single node). A
+    ``factor`` or ``min_in_sync`` set in the settings wins."""
+    chosen = factor or min(3, max(1, brokers))
+    in_sync = min_in_sync or max(1, min(2, chosen - 1))
+    return Replication(chosen, min(in_sync, chosen))
+
+
+SINGLE_COPY = Replication(1, 1)  # the embedded broker, a single node
 
 
 def _dlq(source: TopicSpec) -> TopicSpec:
@@ -162,7 +205,7 @@ LEDGER = TopicSpec(
     LedgerEntry,
     "processed-PR ledger: each PR's latest stage, status and reason, per pipeline version",
     key=f"{PR_KEY}@v<pipeline_version> (on the partition of {PR_KEY})",
-    configs=COMPACT,
+    configs=LEDGER_CONFIGS,
 )
 RECIPES = TopicSpec(
     "recipes.memory",

@@ -525,8 +525,10 @@ class GitHubStandIn(LocalServer):
     """The GitHub API stand-in; ``authorizations`` holds the ``Authorization`` header of each
     request (tests check which token was sent, and that it went nowhere else)."""
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler], fake: GitHubData) -> None:
-        super().__init__(handler, fake)
+    def __init__(
+        self, handler: type[BaseHTTPRequestHandler], fake: GitHubData, host: str = "127.0.0.1"
+    ) -> None:
+        super().__init__(handler, fake, host)
         self.authorizations: list[str] = []
 
 
@@ -558,14 +560,14 @@ class _GitHubHandler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-def serve_github(data: GitHubData) -> GitHubStandIn:
+def serve_github(data: GitHubData, host: str = "127.0.0.1") -> GitHubStandIn:
     """A GitHub stand-in answering from ``data`` (start it with ``running``)."""
-    return GitHubStandIn(_GitHubHandler, data)
+    return GitHubStandIn(_GitHubHandler, data, host)
 
 
-def serve_hours(files: dict[str, bytes]) -> LocalServer:
+def serve_hours(files: dict[str, bytes], host: str = "127.0.0.1") -> LocalServer:
     """A GH Archive stand-in serving ``files`` (name -> gzip bytes; start it with ``running``)."""
-    return LocalServer(_ArchiveHandler, files)
+    return LocalServer(_ArchiveHandler, files, host)
 
 
 @dataclass
@@ -593,17 +595,22 @@ class OfflineWorld:
 
 @contextlib.contextmanager
 def offline_world(
-    root: Path, hour_file: Path | None = None, hour: str = DEMO_HOUR, language: str = "python"
+    root: Path,
+    hour_file: Path | None = None,
+    hour: str = DEMO_HOUR,
+    language: str = "python",
+    host: str = "127.0.0.1",
 ) -> Iterator[OfflineWorld]:
     """Make the demo repository of ``language`` under ``root`` and serve the hour and the API
-    until the block ends."""
+    until the block ends, on ``host`` (0.0.0.0: containers reach them through the host's
+    gateway too)."""
     made = make_demo_repository(root / "git", language=language)
     pr = demo_pull_request(made, language=language)
     served = {f"{hour}.json.gz": hour_with_events(hour_file or shipped_hour(), [pr.event()])}
-    archive = serve_hours(served)
+    archive = serve_hours(served, host)
     data = GitHubData()
     data.add(pr.repo.repo, pr.number, pr.pull_request(), pr.files, pr.repository())
-    github = serve_github(data)
+    github = serve_github(data, host)
     with running(archive, "demo-gharchive"), running(github, "demo-github"):
         yield OfflineWorld(
             archive.base_url, github.base_url, pr.repo.url_template, hour, pr, github

@@ -15,7 +15,10 @@ class RecordSink(Protocol):
 
 
 class FaustSink:
-    """Sends through the Faust app's producer (buffered; flushed before offsets commit)."""
+    """Sends through the Faust app's producer, and returns once the record is in its topic:
+    a stage writes its ledger entry after its outputs, so an entry that says a stage is done
+    means its outputs are there (a crash between the two redoes the record, never loses its
+    outputs behind an entry that says they were sent)."""
 
     def __init__(self, app: Any):
         self.app = app
@@ -27,7 +30,8 @@ class FaustSink:
             channel = self._topics[topic] = self.app.topic(
                 topic, key_serializer="raw", value_serializer="raw"
             )
-        await channel.send(key=key, value=value)
+        delivered = await channel.send(key=key, value=value)
+        await delivered
 
 
 @dataclass

@@ -79,6 +79,12 @@ class Stage(Generic[In]):
     handle: Handler[In]
     concurrency: int = 1
     skip_final: bool = True  # skip PRs the ledger holds in a final state for this version
+    # the stages at or after this one in the graph (the topology sets it): a record of a PR
+    # the ledger holds as accepted by one of them is a delivery again of one handled already
+    # (after a crash or a rebalance, before its offset commit) and is skipped: the ledger
+    # entry is written once the outputs are in their topic, so nothing is lost, and a
+    # validation is never run twice for one PR
+    done_at: frozenset[str] = frozenset()
     # False: records another pipeline version wrote are skipped (its own group reads the
     # topic from the start); True for a stage fed from outside the pipeline (raw events,
     # harness requests), whose input any version may consume
@@ -194,8 +200,9 @@ class StageRunner(Generic[In]):
                 ).inc()
                 return Outcome()
             # a dead letter sent back (attempt > 1) is an explicit retry of a failed PR
-            if attempt == 1 and self.stage.skip_final and self._already_final(record):
-                metrics.STAGE_RECORDS_SKIPPED.labels(stage=stage, reason="already_final").inc()
+            done = self._already_done(record) if attempt == 1 and self.stage.skip_final else None
+            if done is not None:
+                metrics.STAGE_RECORDS_SKIPPED.labels(stage=stage, reason=done).inc()
                 return Outcome()
             try:
                 outcome = await self._handle_through_outages(record)
@@ -240,11 +247,20 @@ class StageRunner(Generic[In]):
             self.outages.answered(self.stage.name, waited)
             return outcome
 
-    def _already_final(self, record: Record) -> bool:
+    def _already_done(self, record: Record) -> str | None:
+        """Why the ledger says this PR needs nothing of this stage (``already_final``,
+        ``already_done``: accepted here or later), or None."""
         repo, number = getattr(record, "repo", None), getattr(record, "number", None)
-        if isinstance(repo, str) and isinstance(number, int):
-            return self.ledger.final_entry(repo, number) is not None
-        return False
+        if not (isinstance(repo, str) and isinstance(number, int)):
+            return None
+        entry = self.ledger.lookup(repo, number)
+        if entry is None:
+            return None
+        if entry.is_final():
+            return "already_final"
+        if entry.status == "accepted" and entry.stage in self.stage.done_at:
+            return "already_done"
+        return None
 
     async def _emit(self, record: Record, outcome: Outcome) -> None:
         stage = self.stage.name
@@ -259,8 +275,23 @@ class StageRunner(Generic[In]):
         line = ending_line(self.stage, str(getattr(record, "key", "?")), outcome)
         if line is not None:
             log.log(line[0], "%s", line[1])
-        if outcome.status is not None:
+        if outcome.status is not None and not self._overtaken(record):
             await self._ledger(record, outcome.status, outcome.reason, outcome.detail)
+
+    def _overtaken(self, record: Record) -> bool:
+        """Whether a later stage already wrote this PR's ledger entry: it read this stage's
+        outputs, which are in their topic before this stage's entry is written, and was
+        quicker. This stage's entry, written after it, would make the ledger's latest state go
+        back a stage (an accepted PR that is in fact rejected further on)."""
+        repo, number = getattr(record, "repo", None), getattr(record, "number", None)
+        if not (isinstance(repo, str) and isinstance(number, int)):
+            return False
+        entry = self.ledger.lookup(repo, number)
+        return (
+            entry is not None
+            and entry.stage != self.stage.name
+            and entry.stage in self.stage.done_at
+        )
 
     def _log_failure(self, key: bytes | None, exc: DependencyError) -> None:
         """A dependency's failure on one PR, explained by its message: one line, no traceback

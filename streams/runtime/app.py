@@ -11,7 +11,9 @@ itself; with ``faust -A`` against a Tansu broker, set ``SWE_STREAM_KAFKA_IDEMPOT
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
+import socket
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -80,7 +82,9 @@ def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> f
         "web_port": settings.worker.web_port or 6066,  # Faust refuses 0; unused when off
         "web_enabled": settings.worker.web_port != 0,
         "topic_partitions": settings.kafka.partitions,
-        "topic_replication_factor": settings.kafka.replication_factor,
+        # Faust's own topics (changelogs) as the catalog's: the command resolved the factor
+        # from the cluster (`faust -A` against a cluster: set SWE_STREAM_KAFKA_REPLICATION_FACTOR)
+        "topic_replication_factor": profile.replication.factor,
         "consumer_auto_offset_reset": "earliest",
         # The tables live in memory (nothing persisted): the check compares the offsets this
         # process read in an earlier assignment with a highwater a broker may report behind
@@ -91,6 +95,12 @@ def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> f
         # a stage may wait out a GitHub rate-limit reset (up to an hour) inside one record
         "broker_max_poll_interval": settings.github.max_rate_limit_wait_seconds + 300,
     }
+    instance = group_instance_id(settings) if profile.idempotence else None
+    if instance:  # a real Kafka (the embedded broker gives no producer ids)
+        options["consumer_group_instance_id"] = instance
+        # a static member rejoining gets its last assignment back, which names the member's
+        # URL: Faust checks it is its own, so it must not change with the web port of a restart
+        options["canonical_url"] = f"http://{instance}"
     if profile.rebalance_timeout_seconds:
         options["broker_rebalance_timeout"] = profile.rebalance_timeout_seconds
     if profile.session_timeout_seconds:
@@ -129,6 +139,21 @@ def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> f
     return app
 
 
+def group_instance_id(settings: Settings) -> str | None:
+    """The worker's static group membership id (``worker.group_instance_id``): by default its
+    host and data directory, which a restart of the same worker keeps and another worker of
+    the group (its own data directory, or another host) does not share."""
+    chosen = settings.worker.group_instance_id
+    if chosen == "none":
+        return None
+    if chosen:
+        return chosen
+    where = str(settings.worker.data_dir.resolve())
+    digest = hashlib.sha256(where.encode()).hexdigest()[:12]
+    host = "".join(c if c.isalnum() or c in ".-" else "-" for c in socket.gethostname())
+    return f"{host}-{digest}"
+
+
 def register_recipe_memory(
     app: faust.App, recipes: RecipeBook, bootstrap: str, refresh_seconds: float
 ) -> None:
@@ -159,6 +184,7 @@ def register_maintenance(
     ``streams`` (topic names) fetched but never delivered."""
     app.monitor = metrics.faust_monitor()
     metrics_port = settings.worker.metrics_port
+    watch_group_leadership(app.assignor, settings.worker.app_id)
 
     @app.task
     async def serve_metrics() -> None:
@@ -206,6 +232,26 @@ def register_maintenance(
     app.on_before_shutdown.connect(close_lag_probe, weak=False)
 
 
+def watch_group_leadership(assignor: Any, group: str) -> None:
+    """``swe_stream_consumer_group_leader``: the group's leader is the member that computes
+    every member's assignment (``assign``) before each takes its own (``on_assignment``);
+    the others only take theirs."""
+    assign, take = assignor.assign, assignor.on_assignment
+    assigned: list[bool] = []
+
+    def assign_as_leader(*args: Any, **kwargs: Any) -> Any:
+        assigned.append(True)
+        return assign(*args, **kwargs)
+
+    def on_assignment(*args: Any, **kwargs: Any) -> Any:
+        metrics.GROUP_LEADER.labels(group=group).set(1 if assigned else 0)
+        assigned.clear()
+        return take(*args, **kwargs)
+
+    assignor.assign = assign_as_leader
+    assignor.on_assignment = on_assignment
+
+
 def app_settings(settings: Settings, profile: KafkaProfile) -> Settings:
     """The settings the in-process app runs with: this cluster, this profile."""
     kafka = settings.kafka.model_copy(
@@ -214,6 +260,8 @@ def app_settings(settings: Settings, profile: KafkaProfile) -> Settings:
             "idempotence": "on" if profile.idempotence else "off",
             "rebalance_timeout_seconds": profile.rebalance_timeout_seconds,
             "session_timeout_seconds": profile.session_timeout_seconds,
+            "replication_factor": profile.replication.factor,
+            "min_insync_replicas": profile.replication.min_in_sync,
         }
     )
     # no Faust web server: /metrics is served by the command, and a fixed web port would

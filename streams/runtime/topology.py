@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agents.classify import classify_stage
@@ -122,7 +122,14 @@ def pipeline_stages(settings: Settings, resources: StageResources) -> list[Stage
             tuple(settings.setup_agent.registries),
         ),
     ]
-    return select_stages(stages, settings.worker.stages)
+    return select_stages([in_graph_order(stage) for stage in stages], settings.worker.stages)
+
+
+def in_graph_order(stage: Stage[Any]) -> Stage[Any]:
+    """``stage`` knowing the PR stages at or after it (``Stage.done_at``)."""
+    if stage.name not in STAGE_ORDER:
+        return stage
+    return replace(stage, done_at=frozenset(STAGE_ORDER[STAGE_ORDER.index(stage.name) :]))
 
 
 def missing_services(settings: Settings, llm_configured: bool) -> list[str]:

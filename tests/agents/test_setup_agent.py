@@ -223,6 +223,9 @@ def test_a_recipe_survives_a_worker_restart(
         "SWE_STREAM_TESTGEN_MODE": "off",
     }
     app_id = f"validate-restart-{os.getpid()}-{time.monotonic_ns()}"  # one group, restarted
+    # one worker restarted, on a fresh disk: the same static member of the group (on Kafka, a
+    # new one would wait out the stopped one's session before the group let it in)
+    env["SWE_STREAM_WORKER_GROUP_INSTANCE_ID"] = app_id
     for number, patch_set in ((1, patches), (2, second_pr(patches))):
         # each worker has a data dir of its own: the second one knows only what the topic says
         data = {"SWE_STREAM_WORKER_DATA_DIR": str(tmp_path / f"worker-{number}")}

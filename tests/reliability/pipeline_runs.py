@@ -7,10 +7,12 @@ from __future__ import annotations
 import signal
 import socket
 import subprocess
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from agents.ingest_scan import HourScanner
 from schemas import LedgerEntry, RawPullRequestEvent
@@ -104,6 +106,26 @@ class Worker:
         assert self.process is not None
         if self.process.poll() is not None:
             pytest.fail(f"worker exited by itself:\n{self.log.read_text()[-4000:]}")
+
+
+def scrape(worker: Worker) -> str:
+    try:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{worker.metrics_port}/metrics", timeout=5
+        ) as response:
+            return str(response.read().decode())
+    except OSError:
+        return ""
+
+
+def counts(worker: Worker, metric: str, **labels: str) -> float:
+    """``metric{labels}`` as the worker's /metrics serves it (0 when it does not answer)."""
+    return sum(
+        s.value
+        for family in text_string_to_metric_families(scrape(worker))
+        for s in family.samples
+        if s.name == metric and all(s.labels.get(k) == v for k, v in labels.items())
+    )
 
 
 async def ledger_size(bootstrap: str) -> int:

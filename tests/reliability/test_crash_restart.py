@@ -32,19 +32,18 @@ from pathlib import Path
 import pytest
 
 from schemas import ExportedTask, LedgerEntry
-from streams.kafka.broker import EmbeddedBroker
 from streams.kafka.client import read_topic_to_end
 from streams.kafka.topics import EXPORTED
 from streams.offline.world import demo_pull_request, hour_with_events, make_demo_repository
 from streams.pipeline.ledger import read_ledger
-from tests.conftest import REPO_ROOT, SWE_STREAM
+from tests.conftest import REPO_ROOT, SWE_STREAM, running_broker
 from tests.fakes.github_server import serve_github, serve_hour
 from tests.reliability.pipeline_runs import (
     Worker,
     World,
+    counts,
     drained,
     final_states,
-    ledger_size,
     left_by,
     scan,
     stalled,
@@ -92,14 +91,13 @@ class RunResult:
 
 
 async def run_pipeline(
-    world: World, workdir: Path, kill_after: list[int], timeout: float = 900
+    world: World, workdir: Path, kill_after: list[int], broker_kind: str, timeout: float = 900
 ) -> RunResult:
-    """Ingest both hours on a fresh broker, run the worker until drained, killing it with
-    SIGKILL once it has written ``kill_after[i]`` ledger entries since its (re)start, and
-    restarting it each time; collect what it produced."""
+    """Ingest both hours on a fresh broker of ``broker_kind``, run the worker until drained,
+    killing it with SIGKILL once it has written ``kill_after[i]`` ledger entries since its
+    (re)start, and restarting it each time; collect what it produced."""
     workdir.mkdir(parents=True, exist_ok=True)
-    with EmbeddedBroker(log_path=workdir / "broker.log") as broker:
-        bootstrap = broker.bootstrap
+    with running_broker(broker_kind, workdir / "broker.log") as bootstrap:
         ingest = await asyncio.to_thread(
             subprocess.run,
             [SWE_STREAM, "ingest", "--bootstrap", bootstrap]
@@ -112,26 +110,27 @@ async def run_pipeline(
         pending_kills = list(kill_after)
         deadline = time.monotonic() + timeout
         worker.start()
-        since = await ledger_size(bootstrap)  # the ledger's size when this worker started
         try:
-            settled = 0
+            settled, looked = 0, 0.0
             while settled < 2:
                 if time.monotonic() > deadline:
                     pytest.fail(await stalled(bootstrap, [worker], f"not drained in {timeout} s"))
-                await asyncio.sleep(0.25)
+                await asyncio.sleep(0.05)
                 worker.check_alive()
-                size = await ledger_size(bootstrap)
-                idle = await drained(bootstrap)
-                if pending_kills and (size - since >= pending_kills[0] or idle):
+                # what this worker wrote since its (re)start, read often: a run takes seconds
+                written = int(counts(worker, "swe_stream_ledger_writes_total"))
+                idle = False
+                if time.monotonic() - looked > 0.5:
+                    idle, looked = await drained(bootstrap), time.monotonic()
+                if pending_kills and (written >= pending_kills[0] or idle):
                     # a kill point: this many ledger writes since the worker (re)started, or
                     # the work ran out first (then the kill lands on an idle worker)
                     pending_kills.pop(0)
                     worker.kill()
-                    result.kills.append(size - since)
+                    result.kills.append(written)
                     result.idle_kills += idle
                     worker.start()
                     result.restarts += 1
-                    since = size
                     settled = 0
                     continue
                 # drained twice, a few seconds apart, and no kill left to do
@@ -160,11 +159,11 @@ async def run_pipeline(
 
 @pytest.mark.timeout(1500)  # two full runs and three rejoins of the group
 def test_sigkill_at_three_random_points_loses_and_duplicates_nothing(
-    world: World, tmp_path: Path
+    world: World, tmp_path: Path, broker_kind: str
 ) -> None:
     seed = int(os.environ.get("SWE_STREAM_CRASH_SEED") or time.time_ns() % 1_000_000)
     print(f"crash test seed: {seed} (SWE_STREAM_CRASH_SEED={seed} repeats it)")
-    calm = asyncio.run(run_pipeline(world, tmp_path / "uninterrupted", kill_after=[]))
+    calm = asyncio.run(run_pipeline(world, tmp_path / "uninterrupted", [], broker_kind))
 
     pr_keys = {e.key for e in world.events}
     assert len(world.events) == 608 + 1  # both hours + the built repository's merge
@@ -176,13 +175,14 @@ def test_sigkill_at_three_random_points_loses_and_duplicates_nothing(
     rng = random.Random(seed)
     total = len(calm.ledger)
     kill_after = [rng.randint(total // 20, total // 5) for _ in range(KILLS)]
-    crashed = asyncio.run(run_pipeline(world, tmp_path / "crashed", kill_after=kill_after))
+    crashed = asyncio.run(run_pipeline(world, tmp_path / "crashed", kill_after, broker_kind))
     print(
         f"ledger writes: {total} uninterrupted, {len(crashed.ledger)} with kills after "
         f"{crashed.kills} writes since each (re)start ({crashed.idle_kills} on an idle worker)"
     )
 
     assert crashed.restarts == KILLS and len(crashed.kills) == KILLS
+    assert crashed.idle_kills < KILLS  # at least one kill interrupted work
     # every PR ends where the uninterrupted run left it, with one final state at most
     assert states(crashed.ledger) == expected
     finals = final_states(crashed.ledger)

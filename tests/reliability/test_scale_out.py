@@ -1,13 +1,24 @@
-"""Scale-out: three ``swe-stream worker`` processes in one consumer group on the embedded broker.
+"""Scale-out: three ``swe-stream worker`` processes in one consumer group, and faults.
 
 The world: a real GH Archive hour (315 PullRequestEvents) plus the merges of four
 repositories the test builds (the PRs that can become tasks offline), served by a GitHub
 stand-in. The three workers join the group first, then ingest publishes the hour: the
-group's partitions are shared, so each worker handles part of every stage. The first worker
-seen validating a built PR is killed with SIGKILL in the middle of it; the other two take its
-partitions over and redo what it had not committed. In the end every built PR is exported
-exactly once (one dataset line, one task directory), every PullRequestEvent's PR has a final
-ledger entry, and no PR has two different final states.
+group's partitions are shared, so each worker handles part of every stage. Then one fault:
+
+- ``embedded-validating_worker``: on the embedded broker, the first worker seen validating a
+  built PR is killed with SIGKILL in the middle of it;
+- ``kafka-group_leader``: on three Apache Kafka brokers (topics with 3 copies, 2 in sync), the
+  group leader's worker is killed with SIGKILL once validations began (the others notice after
+  Kafka's session timeout, Faust's default 60 s, and take its partitions over);
+- ``kafka-broker``: on three Apache Kafka brokers, one broker (the one leading partition 0 of
+  the ledger) is killed with SIGKILL once validations began, and started again 20 s later.
+
+In the end every built PR is exported exactly once (one dataset line, one task directory, one
+record in tasks.exported), every PullRequestEvent's PR has one final ledger entry, no PR was
+validated twice (one validate entry per PR in the ledger), and no acknowledged ledger entry is
+lost (with no worker killed: every entry the workers counted as written is in the topic). The
+stall is measured and printed: the longest time without a ledger write after the fault, and for
+a broker's death the longest wait of a probe producer (acks=all) for an acknowledgement.
 """
 
 from __future__ import annotations
@@ -17,29 +28,32 @@ import json
 import shutil
 import subprocess
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
+from aiokafka import AIOKafkaProducer
 
 from streams.core.settings import KafkaSettings
+from streams.kafka.apache import KafkaCluster
 from streams.kafka.broker import EmbeddedBroker
-from streams.kafka.client import TopicAdmin
+from streams.kafka.client import TopicAdmin, read_topic_to_end
 from streams.kafka.offsets import group_members
-from streams.kafka.topics import ALL_TOPICS
+from streams.kafka.topics import ALL_TOPICS, EXPORTED, LEDGER, VALIDATED
 from streams.offline.world import demo_pull_request, hour_with_events, make_demo_repository
 from streams.pipeline.ledger import latest, read_ledger
-from tests.conftest import REPO_ROOT, SWE_STREAM
+from tests.conftest import REPO_ROOT, SWE_STREAM, start_kafka
 from tests.fakes.github_server import serve_github, serve_hour
 from tests.reliability.pipeline_runs import (
     GROUP,
     Worker,
     World,
+    counts,
     drained,
     final_states,
+    ledger_size,
     scan,
     stalled,
 )
@@ -50,6 +64,12 @@ pytestmark = pytest.mark.docker
 HOUR = "2015-01-01-0"
 BUILT = [f"swe-stream-scale/units{i}" for i in range(1, 5)]  # the PRs that can become tasks
 WORKERS = 3
+BROKER_DOWN_SECONDS = 20.0
+SCENARIOS = [
+    pytest.param(("embedded", "validating_worker"), id="embedded-validating_worker"),
+    pytest.param(("kafka", "group_leader"), id="kafka-group_leader", marks=pytest.mark.kafka),
+    pytest.param(("kafka", "broker"), id="kafka-broker", marks=pytest.mark.kafka),
+]
 
 
 @pytest.fixture(scope="module")
@@ -79,23 +99,6 @@ def world(
         yield World(hours, events, github, f"file://{remotes}/{{owner}}/{{repo}}.git")
 
 
-def counts(worker: Worker, metric: str, stage: str) -> float:
-    """``metric{stage}`` as the worker's /metrics serves it (0 when it does not answer)."""
-    try:
-        with urllib.request.urlopen(
-            f"http://127.0.0.1:{worker.metrics_port}/metrics", timeout=5
-        ) as response:
-            text = response.read().decode()
-    except OSError:
-        return 0.0
-    return sum(
-        s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-        if s.name == metric and s.labels.get("stage") == stage
-    )
-
-
 async def wait_for_members(bootstrap: str, count: int, workers: list[Worker]) -> None:
     deadline = time.monotonic() + 180
     while len(await group_members(bootstrap, GROUP)) < count:
@@ -105,72 +108,207 @@ async def wait_for_members(bootstrap: str, count: int, workers: list[Worker]) ->
         await asyncio.sleep(0.5)
 
 
-@pytest.mark.timeout(1200)
-def test_three_workers_share_the_partitions_and_one_killed_loses_and_duplicates_nothing(
-    world: World, tmp_path: Path
+@dataclass
+class Watch:
+    """What the test saw while the run went on: ledger sizes over time, and the probe's
+    acknowledgement waits."""
+
+    sizes: list[tuple[float, int]] = field(default_factory=list)
+    probe_waits: list[float] = field(default_factory=list)
+
+    def longest_quiet(self, since: float) -> float:
+        """The longest time without a new ledger entry from ``since`` on."""
+        longest, last_change, last_size = 0.0, since, None
+        for at, size in self.sizes:
+            if at < since:
+                last_size = size
+                continue
+            if size != last_size:
+                longest = max(longest, at - last_change)
+                last_change, last_size = at, size
+        return longest
+
+
+async def probe(bootstrap: str, watch: Watch, stop: asyncio.Event) -> None:
+    """Send a record every 0.2 s to a replicated topic (acks=all): how long each waited."""
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, enable_idempotence=True, acks="all",
+        request_timeout_ms=60_000,
+    )  # fmt: skip
+    await producer.start()
+    try:
+        while not stop.is_set():
+            sent = time.monotonic()
+            await producer.send_and_wait(LEDGER.name + ".probe", b"probe", b"probe")
+            watch.probe_waits.append(time.monotonic() - sent)
+            await asyncio.sleep(0.2)
+    finally:
+        await producer.stop()
+
+
+@pytest.mark.timeout(1500)
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_three_workers_share_the_partitions_and_a_fault_loses_and_duplicates_nothing(
+    world: World, tmp_path: Path, scenario: tuple[str, str]
 ) -> None:
-    asyncio.run(scale_out(world, tmp_path))
-
-
-async def scale_out(world: World, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    with EmbeddedBroker(log_path=tmp_path / "broker.log") as broker:
-        bootstrap = broker.bootstrap
-        async with TopicAdmin(bootstrap, KafkaSettings()) as admin:
-            await admin.create(ALL_TOPICS)
-        workers = []
-        for i in range(WORKERS):
-            (tmp_path / f"worker{i}").mkdir()
-            workers.append(Worker(bootstrap, world, tmp_path / f"worker{i}", out=out))
+    kind, fault = scenario
+    if kind == "embedded":
+        with EmbeddedBroker(log_path=tmp_path / "broker.log") as broker:
+            result = asyncio.run(scale_out(world, tmp_path, broker.bootstrap, fault, None))
+    else:
+        cluster = start_kafka(nodes=3)
         try:
-            for worker in workers:
-                worker.start()
-            await wait_for_members(bootstrap, WORKERS, workers)
-            ingest = await asyncio.to_thread(
-                subprocess.run,
-                [SWE_STREAM, "ingest", "--bootstrap", bootstrap,
-                 "--source", str(world.hours_dir / f"{HOUR}.json.gz")],
-                cwd=REPO_ROOT, env=worker_env(), capture_output=True, text=True, timeout=300,
-            )  # fmt: skip
-            assert ingest.returncode == 0, ingest.stderr[-3000:]
-
-            # the first worker seen validating a built PR is killed in the middle of it
-            deadline = time.monotonic() + 600
-            victim = None
-            while victim is None:
-                assert time.monotonic() < deadline, [w.log.read_text()[-2000:] for w in workers]
-                for worker in workers:
-                    worker.check_alive()
-                    if counts(worker, "swe_stream_stage_records_in_total", "validate") > 0:
-                        victim = worker
-                        break
-                await asyncio.sleep(0.2)
-            shared = {
-                i: counts(w, "swe_stream_stage_records_in_total", "prefilter")
-                for i, w in enumerate(workers)
-            }
-            victim.kill()
-            survivors = [w for w in workers if w is not victim]
-
-            # the survivors take its partitions over and drain every stage input
-            settled = 0
-            while settled < 2:
-                if time.monotonic() > deadline:
-                    pytest.fail(await stalled(bootstrap, workers, "not drained after the kill"))
-                for worker in survivors:
-                    worker.check_alive()
-                settled = settled + 1 if await drained(bootstrap) else 0
-                await asyncio.sleep(3.0 if settled else 0.5)
+            result = asyncio.run(scale_out(world, tmp_path, cluster.bootstrap, fault, cluster))
         finally:
-            for worker in workers:
-                worker.stop()
-        ledger = await read_ledger(bootstrap)
+            cluster.stop()
+    check(world, tmp_path / "out", result)
 
-    # the partitions were shared: every worker handled raw events before the kill
-    assert all(n > 0 for n in shared.values()), shared
+
+@dataclass
+class Result:
+    ledger: list[object]
+    exported: Counter[str]
+    validated: Counter[str]
+    shared: dict[int, float]
+    written: float  # ledger entries the workers that ran to the end counted as written
+    killed_worker: bool
+    ledger_records: int
+
+
+async def scale_out(
+    world: World, tmp_path: Path, bootstrap: str, fault: str, cluster: KafkaCluster | None
+) -> Result:
+    out = tmp_path / "out"
+    async with TopicAdmin(bootstrap, KafkaSettings()) as admin:
+        states = await admin.create(ALL_TOPICS)
+    if cluster is not None:  # the catalog on three brokers: three copies, two in sync
+        assert states[0].wanted_configs.get("min.insync.replicas") == "2"
+    workers = []
+    for i in range(WORKERS):
+        (tmp_path / f"worker{i}").mkdir()
+        workers.append(Worker(bootstrap, world, tmp_path / f"worker{i}", out=out))
+    watch, stop_probe = Watch(), asyncio.Event()
+    probing = asyncio.create_task(probe(bootstrap, watch, stop_probe)) if cluster else None
+    victim: Worker | None = None
+    try:
+        for worker in workers:
+            worker.start()
+        await wait_for_members(bootstrap, WORKERS, workers)
+        ingest = await asyncio.to_thread(
+            subprocess.run,
+            [SWE_STREAM, "ingest", "--bootstrap", bootstrap,
+             "--source", str(world.hours_dir / f"{HOUR}.json.gz")],
+            cwd=REPO_ROOT, env=worker_env(), capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert ingest.returncode == 0, ingest.stderr[-3000:]
+
+        # the fault, once a worker validates a built PR
+        deadline = time.monotonic() + 600
+        while not any(validating(w) for w in workers):
+            assert time.monotonic() < deadline, [w.log.read_text()[-2000:] for w in workers]
+            for worker in workers:
+                worker.check_alive()
+            await asyncio.sleep(0.2)
+        shared = {
+            i: counts(w, "swe_stream_stage_records_in_total", stage="prefilter")
+            for i, w in enumerate(workers)
+        }
+        faulted = time.monotonic()
+        restart_broker = await inject(fault, workers, bootstrap, cluster)
+        victim = next((w for w in workers if w.killed), None)
+        survivors = [w for w in workers if w is not victim]
+        if victim is not None and cluster is not None:  # Tansu lists members that left
+            rebalanced = await members_after(bootstrap, WORKERS - 1, survivors, deadline)
+            print(f"{fault}: the group is the survivors after {rebalanced - faulted:.1f} s")
+
+        # the survivors (or all, the broker back) drain every stage input
+        settled = 0
+        while settled < 2:
+            if time.monotonic() > deadline:
+                pytest.fail(await stalled(bootstrap, workers, "not drained after the fault"))
+            if restart_broker is not None and time.monotonic() > faulted + BROKER_DOWN_SECONDS:
+                await asyncio.to_thread(restart_broker)
+                restart_broker = None
+            for worker in survivors:
+                worker.check_alive()
+            try:
+                watch.sizes.append((time.monotonic(), await ledger_size(bootstrap)))
+                idle = restart_broker is None and await drained(bootstrap)
+            except Exception:  # a broker gone: its partitions' answers wait for a new leader
+                idle = False
+            settled = settled + 1 if idle else 0
+            await asyncio.sleep(3.0 if settled else 0.5)
+        written = sum(counts(w, "swe_stream_ledger_writes_total") for w in survivors)
+    finally:
+        stop_probe.set()
+        if probing is not None:
+            await asyncio.gather(probing, return_exceptions=True)
+        for worker in workers:
+            worker.stop()
+    quiet = watch.longest_quiet(faulted)
+    waits = max(watch.probe_waits, default=0.0)
+    print(f"{fault}: longest time without a ledger write after the fault {quiet:.1f} s; "
+          f"longest acknowledgement wait of the probe {waits:.1f} s")  # fmt: skip
+    exported = Counter([r.key.decode() async for r in read_topic_to_end(bootstrap, EXPORTED.name)])
+    validated = Counter(
+        [r.key.decode() async for r in read_topic_to_end(bootstrap, VALIDATED.name)]
+    )
+    return Result(
+        await read_ledger(bootstrap),
+        exported,
+        validated,
+        shared,
+        written,
+        victim is not None,
+        await ledger_size(bootstrap),
+    )
+
+
+async def inject(
+    fault: str, workers: list[Worker], bootstrap: str, cluster: KafkaCluster | None
+) -> object:
+    """Do the scenario's fault; for a broker's death, what starts it again."""
+    if fault == "validating_worker":
+        next(w for w in workers if validating(w)).kill()
+        return None
+    if fault == "group_leader":
+        leaders = [w for w in workers if counts(w, "swe_stream_consumer_group_leader") == 1]
+        assert len(leaders) == 1, [counts(w, "swe_stream_consumer_group_leader") for w in workers]
+        leaders[0].kill()
+        return None
+    assert cluster is not None
+    async with TopicAdmin(bootstrap, KafkaSettings()) as admin:
+        described = await admin._admin.describe_topics([LEDGER.name])
+    leader = next(p["leader"] for p in described[0]["partitions"] if p["partition"] == 0)
+    index = next(i for i, m in enumerate(cluster.members) if m.ports.node_id == leader)
+    pid = cluster.kill(index)
+    print(f"broker: killed node {leader} (pid {pid}), the leader of {LEDGER.name}[0]")
+    return lambda: cluster.restart(index)
+
+
+def validating(worker: Worker) -> bool:
+    return counts(worker, "swe_stream_stage_records_in_total", stage="validate") > 0
+
+
+async def members_after(
+    bootstrap: str, count: int, workers: list[Worker], deadline: float
+) -> float:
+    """When the group's members are ``count`` (the dead one dropped after its session)."""
+    while len(await group_members(bootstrap, GROUP)) != count:
+        assert time.monotonic() < deadline, [w.log.read_text()[-2000:] for w in workers]
+        for worker in workers:
+            worker.check_alive()
+        await asyncio.sleep(0.5)
+    return time.monotonic()
+
+
+def check(world: World, out: Path, result: Result) -> None:
+    ledger = result.ledger
+    # the partitions were shared: every worker handled raw events before the fault
+    assert all(n > 0 for n in result.shared.values()), result.shared
     # every PR of every event has a final state, and only one
-    finals = final_states(ledger)
-    last = {e.key: e for e in latest(ledger).values()}
+    finals = final_states(ledger)  # type: ignore[arg-type]
+    last = {e.key: e for e in latest(ledger).values()}  # type: ignore[arg-type]
     pr_keys = {e.key for e in world.events}
     assert pr_keys <= set(last)
     # ended: final, or ignored by prefilter (an event that is no merge; a later one may be)
@@ -179,9 +317,9 @@ async def scale_out(world: World, tmp_path: Path) -> None:
         for k, e in last.items()
         if not e.is_final() and e.status != "ignored"
     }
-    assert unfinished == {}, (Counter(unfinished.values()), shared)
+    assert unfinished == {}, (Counter(unfinished.values()), result.shared)
     assert {k: v for k, v in finals.items() if len(v) != 1} == {}
-    # each built PR exported exactly once: one dataset line, one task directory
+    # each built PR exported exactly once: one dataset line, one task directory, one record
     rows = [json.loads(line) for line in (out / "dataset.jsonl").read_text().splitlines()]
     expected = sorted(f"{repo.replace('/', '__')}-1" for repo in BUILT)
     assert sorted(row["instance_id"] for row in rows) == expected
@@ -189,3 +327,14 @@ async def scale_out(world: World, tmp_path: Path) -> None:
     assert len(task_dirs) == len(BUILT), task_dirs
     exported = [key for key, entry in last.items() if entry.status == "exported"]
     assert len(exported) == len(BUILT), exported
+    assert sorted(result.exported.values()) == [1] * len(BUILT), result.exported
+    # no PR validated twice: one validation's record per PR (and no second ledger entry)
+    assert sorted(result.validated.values()) == [1] * len(BUILT), result.validated
+    validations = Counter(e.key for e in ledger if e.stage == "validate")  # type: ignore[attr-defined]
+    assert set(validations.values()) <= {1}, validations
+    # no acknowledged ledger entry lost (nor doubled): with every worker alive to the end,
+    # each entry a worker counted as written is in the topic, once
+    if not result.killed_worker:
+        assert result.ledger_records == result.written, (result.ledger_records, result.written)
+    print(f"exported once: {len(exported)} of {len(BUILT)} PRs; ledger records "
+          f"{result.ledger_records}, counted as written {result.written:.0f}")  # fmt: skip

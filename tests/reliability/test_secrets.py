@@ -95,10 +95,12 @@ def test_no_credential_reaches_logs_metrics_topics_files_or_the_agent(
     tmp_path: Path,
     fixtures_dir: Path,
     base_image: str,
-    bootstrap: str,
+    embedded_bootstrap: str,
     llm_server: Any,
     docker_client: Any,
 ) -> None:
+    # what reaches the topics is the same bytes on either broker: the embedded one only
+    bootstrap = embedded_bootstrap
     github_token = f"ghp_{secrets.token_hex(18)}"  # GitHub's shape: ghp_ and 36 characters
     pool_token = f"ghp_{secrets.token_hex(18)}"
     llm_key = f"sk-or-v1-{secrets.token_hex(32)}"  # OpenRouter's shape

@@ -40,13 +40,16 @@ def test_explicit_settings_win_over_detection() -> None:
 
 
 @pytest.mark.integration
-async def test_probe_detects_that_the_embedded_broker_has_no_idempotence(bootstrap: str) -> None:
-    assert await broker_supports_idempotence(bootstrap) is False
+async def test_probe_detects_that_the_embedded_broker_has_no_idempotence(
+    embedded_bootstrap: str,
+) -> None:
+    assert await broker_supports_idempotence(embedded_bootstrap) is False
 
 
 @pytest.mark.integration
-async def test_embedded_profile_produces_and_consumes(bootstrap: str) -> None:
-    profile = KafkaProfile.resolve(KafkaSettings(), bootstrap, embedded=True)
+async def test_each_brokers_profile_produces_and_consumes(bootstrap: str, broker_kind: str) -> None:
+    profile = await detect_profile(KafkaSettings(), bootstrap, embedded=broker_kind == "embedded")
+    assert profile.idempotence is (broker_kind == "kafka")
     producer = AIOKafkaProducer(**profile.producer_config())
     await producer.start()
     try:
@@ -68,13 +71,25 @@ async def test_embedded_profile_produces_and_consumes(bootstrap: str) -> None:
 
 
 @pytest.mark.integration
-async def test_auto_detection_treats_a_broker_without_idempotence_as_development(
-    bootstrap: str,
+async def test_auto_detection_asks_the_broker_for_a_producer_id(
+    bootstrap: str, broker_kind: str
 ) -> None:
+    """Kafka, asked right after it started (its transaction coordinator still loading, which
+    answers COORDINATOR_NOT_AVAILABLE), has idempotence: the production profile, Faust's own
+    timeouts. The embedded broker has none: a development profile, or a refusal with ``on``."""
     profile = await detect_profile(KafkaSettings(), bootstrap, embedded=False)
+    if broker_kind == "kafka":
+        assert profile.idempotence
+        assert profile.rebalance_timeout_seconds is profile.session_timeout_seconds is None
+        forced = await detect_profile(KafkaSettings(idempotence="on"), bootstrap, embedded=False)
+        assert forced.idempotence and forced.producer_config()["enable_idempotence"] is True
+        assert forced.replication.factor == 1  # one broker: one copy
+        return
     assert not profile.idempotence
     assert profile.rebalance_timeout_seconds == 3.0
     with pytest.raises(IdempotenceUnsupported, match="cannot give an idempotent producer"):
         await detect_profile(KafkaSettings(idempotence="on"), bootstrap, embedded=False)
-    forced_off = await detect_profile(KafkaSettings(idempotence="off"), "unreachable:1", False)
-    assert not forced_off.idempotence  # "off" never contacts the broker
+    # "off" with the replication given never contacts the broker
+    given = KafkaSettings(idempotence="off", replication_factor=1)
+    forced_off = await detect_profile(given, "unreachable:1", False)
+    assert not forced_off.idempotence and forced_off.replication.factor == 1

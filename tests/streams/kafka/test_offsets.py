@@ -1,6 +1,6 @@
-"""Group offsets on the embedded broker: finding a time by scanning timestamps (the broker's
-ListOffsets by time is not faithful), ``swe-stream offsets show|reset``, and the refusal to
-move a group that has live members."""
+"""Group offsets on both brokers: finding a time (Kafka's ListOffsets by time; the embedded
+broker's is not faithful, so its timestamps are scanned), ``swe-stream offsets show|reset``, and
+the refusal to move a group that has live members."""
 
 from __future__ import annotations
 
@@ -94,14 +94,17 @@ def test_partition_offsets_and_times_parse_or_say_what_is_expected() -> None:
 
 
 @pytest.mark.integration
-async def test_the_first_record_at_or_after_a_time_is_found_by_scanning(bootstrap: str) -> None:
+async def test_the_first_record_at_or_after_a_time_is_found_by_lookup_or_scan(
+    bootstrap: str, broker_kind: str
+) -> None:
+    """Apache Kafka's ListOffsets by time is trusted; the embedded broker's (the first batch for
+    any time) is found out, and the timestamps are scanned: the same offsets either way."""
     placed = await produce_stamped(bootstrap, 30)
     assert {p for p, _, _ in placed} == {0, 1, 2}  # every partition holds records
     bounds = await topic_bounds(bootstrap, TOPIC)
     for when in (T0 - 5_000, T0 + 12_500, T0 + 13_000, T0 + 29_000, T0 + 60_000):
         found, method = await offsets_at_time(bootstrap, TOPIC, when)
-        # the embedded broker answers "the first batch" for any time: it is not trusted
-        assert method == "scan"
+        assert method == ("lookup" if broker_kind == "kafka" else "scan")
         assert found == first_at_or_after(placed, when), when
     assert (await offsets_at_time(bootstrap, TOPIC, T0 - 1))[0] == {p: 0 for p in bounds}
     assert (await offsets_at_time(bootstrap, TOPIC, T0 + 10**9))[0] == {
@@ -110,7 +113,9 @@ async def test_the_first_record_at_or_after_a_time_is_found_by_scanning(bootstra
 
 
 @pytest.mark.integration
-async def test_offsets_show_reset_and_refuse_a_group_with_live_members(bootstrap: str) -> None:
+async def test_offsets_show_reset_and_refuse_a_group_with_live_members(
+    bootstrap: str, broker_kind: str
+) -> None:
     placed = await produce_stamped(bootstrap, 24)
     shown = offsets_cli(bootstrap, "show", "--group", "ops", "--topic", TOPIC)
     assert shown.returncode == 0, shown.stderr
@@ -121,7 +126,7 @@ async def test_offsets_show_reset_and_refuse_a_group_with_live_members(bootstrap
         bootstrap, "reset", "--group", "ops", "--topic", TOPIC, "--to-time", iso(when)
     )
     assert reset.returncode == 0, reset.stderr
-    assert "found by scan" in reset.stderr
+    assert f"found by {'lookup' if broker_kind == 'kafka' else 'scan'}" in reset.stderr
     expected = first_at_or_after(placed, when)
     assert committed_column(reset.stdout) == {p: str(o) for p, o in expected.items()}
     assert await committed_offsets(bootstrap, "ops", TOPIC) == expected

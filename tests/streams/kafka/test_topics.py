@@ -9,8 +9,8 @@ import pytest
 
 from schemas import ALL_RECORD_MODELS, DeadLetter, DeadLetterReplay, Record
 from streams.core.settings import KafkaSettings
-from streams.kafka.client import TopicAdmin
-from streams.kafka.topics import ALL_TOPICS, DLQ_TOPICS, PR_KEY, PRIMARY_TOPICS, topic
+from streams.kafka.client import TopicAdmin, format_configs
+from streams.kafka.topics import ALL_TOPICS, DLQ_TOPICS, LEDGER, PR_KEY, PRIMARY_TOPICS, topic
 from tests.conftest import SWE_STREAM
 
 
@@ -50,7 +50,8 @@ def test_unknown_topic_and_missing_dlq_are_clear_errors() -> None:
 async def cluster_state(bootstrap: str) -> tuple[dict[str, int], dict[str, dict[str, str]]]:
     async with TopicAdmin(bootstrap, KafkaSettings()) as admin:
         partitions = await admin.partitions()
-        return partitions, await admin.configs(partitions)
+        wanted = {t.name: t.configs for t in ALL_TOPICS if t.name in partitions}
+        return partitions, await admin.configs(wanted)
 
 
 @pytest.mark.integration
@@ -114,4 +115,5 @@ def test_topics_list_and_describe(bootstrap: str) -> None:
     ).stdout
     assert "value:      schemas.LedgerEntry" in described
     assert "key:        owner/repo#number" in described
-    assert "cleanup.policy=compact (cluster: cleanup.policy=compact)" in described
+    configs = format_configs(LEDGER.configs)  # the catalog's, and what the cluster has
+    assert f"configs:    {configs} (cluster: {configs})" in described

@@ -314,3 +314,44 @@ async def test_a_dependency_failing_every_pr_is_one_warning_at_a_screening_stage
         assert [e.status for e in ledger] == ["failed"] * 3
     first = next(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
     assert first.startswith("stage shout failed on octo/hello#1: GET /repos/octo/hello/pulls/1")
+
+
+async def test_a_record_delivered_again_after_its_pr_moved_on_is_skipped_not_redone() -> None:
+    """A crash or a rebalance before the offset commit delivers a record again: the ledger,
+    which holds the PR as accepted here or at a later stage, says its work (outputs in their
+    topic) is done. ``done_at`` names this stage and those after it."""
+    stage = dataclasses.replace(SHOUT, done_at=frozenset({"shout", "whisper"}))
+    sink = MemorySink()
+    runner: StageRunner[Utterance] = StageRunner(stage, sink, pipeline_version=3)
+    before = counter(metrics.STAGE_RECORDS_SKIPPED, stage="shout", reason="already_done")
+    await runner.process(b"octo/hello#7", utterance("hi"), 0, 0)
+    await runner.process(b"octo/hello#7", utterance("hi"), 0, 0)  # the same record again
+    assert len(sink.on(SHOUTED.name)) == 1 and len(sink.on("swe.ledger")) == 1
+    assert counter(metrics.STAGE_RECORDS_SKIPPED, stage="shout", reason="already_done") == (
+        before + 1
+    )
+    # a later stage's acceptance: done here too; an earlier stage's is not
+    await runner.ledger.record("octo/hello", 8, stage="whisper", status="accepted")
+    await runner.ledger.record("octo/hello", 9, stage="listen", status="accepted")
+    await runner.process(b"octo/hello#8", utterance("hi", number=8), 0, 1)
+    await runner.process(b"octo/hello#9", utterance("hi", number=9), 0, 2)
+    assert [Utterance.from_json(v).number for _, v in sink.on(SHOUTED.name)] == [7, 9]
+
+
+async def test_a_later_stage_quicker_than_this_stages_ledger_entry_is_not_overwritten() -> None:
+    """The outputs are in their topic before this stage writes its ledger entry, so the next
+    stage may decide first; the entry this stage would write then would move the PR back."""
+
+    class QuickNextStage(MemorySink):
+        async def send(self, topic: str, key: bytes | None, value: bytes) -> None:
+            await super().send(topic, key, value)
+            if topic == SHOUTED.name:  # the next stage reads it and rejects the PR at once
+                await runner.ledger.record("octo/hello", 7, stage="whisper", status="rejected")
+
+    stage = dataclasses.replace(SHOUT, done_at=frozenset({"shout", "whisper"}))
+    sink = QuickNextStage()
+    runner: StageRunner[Utterance] = StageRunner(stage, sink, pipeline_version=3)
+    await runner.process(b"octo/hello#7", utterance("hi"), 0, 0)
+    entries = [LedgerEntry.from_json(v) for _, v in sink.on("swe.ledger")]
+    assert [(e.stage, e.status) for e in entries] == [("whisper", "rejected")]
+    assert runner.ledger.lookup("octo/hello", 7).stage == "whisper"  # type: ignore[union-attr]

@@ -154,3 +154,14 @@ def test_what_is_missing_is_said_once_when_the_stages_are_built(
     with caplog.at_level("WARNING", logger="swe_stream"):
         build(github={"token": "ghp_test"}, llm={"api_key": "sk-or-test"})
     assert [r for r in caplog.records if r.levelname == "WARNING"] == []
+
+
+@pytest.mark.unit
+def test_each_pr_stage_knows_the_stages_at_and_after_it() -> None:
+    """What a stage skips as done (``Stage.done_at``): the PR stages from it on, in graph
+    order; the harness stages (they evaluate, they mine nothing) none."""
+    stages = {stage.name: stage for stage in pipeline_stages(Settings(), resources())}
+    assert stages["validate"].done_at == {"validate", "score", "export"}
+    assert stages["prefilter"].done_at == set(STAGE_ORDER)
+    assert stages["export"].done_at == {"export"}
+    assert all(not s.done_at for name, s in stages.items() if name not in STAGE_ORDER)
