@@ -226,8 +226,9 @@ def broker_in(nodeid: str) -> str | None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Each broker's share of the run: its tests' time (set-up, call and tear-down)."""
-    kind = broker_in(report.nodeid)
+    """Each broker's share of the run: its tests' time (set-up, call and tear-down): the
+    variants of the broker tests on each broker, and every other test on Apache Kafka."""
+    kind = broker_in(report.nodeid) or ("kafka" if "kafka" in report.keywords else None)
     if kind is not None:
         BROKER_SHARES.setdefault(kind, {}).setdefault(report.nodeid, 0.0)
         BROKER_SHARES[kind][report.nodeid] += report.duration

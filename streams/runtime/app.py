@@ -85,6 +85,12 @@ def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> f
         # Faust's own topics (changelogs) as the catalog's: the command resolved the factor
         # from the cluster (`faust -A` against a cluster: set SWE_STREAM_KAFKA_REPLICATION_FACTOR)
         "topic_replication_factor": profile.replication.factor,
+        # No standby table copies: with one, Faust's sticky assignor lets each member keep up
+        # to ceil(partitions / members), so a worker joining two that already hold two of the
+        # four partitions each got none and idled (seen with the compose stack's three
+        # workers). Without, members give back down to floor(...) and every one gets a share;
+        # a taken-over partition's tables recover from the (compacted) changelogs instead.
+        "table_standby_replicas": 0,
         "consumer_auto_offset_reset": "earliest",
         # The tables live in memory (nothing persisted): the check compares the offsets this
         # process read in an earlier assignment with a highwater a broker may report behind

@@ -25,7 +25,7 @@ from tests.infra.test_observability import prometheus_query, tool
 from tests.reliability.pipeline_runs import scan
 from tests.workers import TASK
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.kafka]
 
 COMPOSE_FILE = REPO_ROOT / "infra" / "docker-compose.yml"
 WORKERS = 3

@@ -166,6 +166,7 @@ async def values(bootstrap: str, topic: str) -> list[bytes]:
 
 
 @pytest.mark.integration
+@pytest.mark.kafka
 @pytest.mark.timeout(400)
 def test_three_nodes_lose_no_acknowledged_write_when_one_dies_and_refuse_when_two_do() -> None:
     cluster = start_kafka(nodes=3)
@@ -193,6 +194,7 @@ def test_three_nodes_lose_no_acknowledged_write_when_one_dies_and_refuse_when_tw
 
 
 @pytest.mark.integration
+@pytest.mark.kafka
 @pytest.mark.timeout(300)
 def test_a_kept_cluster_has_its_topics_and_ports_after_a_restart(tmp_path: Path) -> None:
     cluster = start_kafka(data_dir=tmp_path / "kafka")
@@ -219,6 +221,7 @@ def alive(pid: int) -> bool:
 
 
 @pytest.mark.integration
+@pytest.mark.kafka
 @pytest.mark.timeout(300)
 def test_the_broker_command_runs_apache_kafka_and_its_nodes_die_with_it(tmp_path: Path) -> None:
     start_kafka().stop()  # installed (or unavailable) before the command is timed
@@ -240,6 +243,7 @@ def test_the_broker_command_runs_apache_kafka_and_its_nodes_die_with_it(tmp_path
 
 
 @pytest.mark.integration
+@pytest.mark.kafka
 def test_the_install_is_the_jars_maven_gave_with_their_digests() -> None:
     cluster = start_kafka()
     try:
@@ -254,6 +258,7 @@ def test_the_install_is_the_jars_maven_gave_with_their_digests() -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.kafka
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("version", KAFKA_VERSIONS[1:])
 def test_the_older_line_users_run_takes_the_catalog_the_producer_and_a_worker(

@@ -36,7 +36,7 @@ from streams.offline.world import OfflineWorld
 from tests.conftest import REPO_ROOT, SWE_STREAM, start_kafka
 from tests.workers import env_for
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.kafka]
 
 # what makes the broker compact within seconds: production keeps Kafka's defaults (README)
 FAST_CLEANER = {"log.cleaner.backoff.ms": "500"}

@@ -27,7 +27,7 @@ from tests.fakes.github_server import serve_github, serve_hour
 from tests.reliability.pipeline_runs import scan
 from tests.workers import worker_env
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.kafka]
 
 HOURS = ("2015-01-01-0", "2015-01-01-1")
 

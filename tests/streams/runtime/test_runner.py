@@ -370,6 +370,7 @@ def test_the_check_commands_of_a_rust_task_grade_one_by_one(
         grade_one_by_one(env, task_dir, workspace, checks, tmp_path)
 
 
+@pytest.mark.kafka  # run starts Apache Kafka when no cluster is named
 def test_run_follows_new_hours_and_stops_cleanly_on_sigterm(
     world: OfflineWorld, tmp_path: Path
 ) -> None:
