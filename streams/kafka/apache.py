@@ -363,11 +363,16 @@ class KafkaCluster:
         return pid
 
     def restart(self, index: int, timeout: float = 120.0) -> None:
-        """Start node ``index`` again on its ports and storage; return when it answers."""
+        """Start node ``index`` again on its ports and storage; return when it answers and,
+        once every node runs again, when each of them counts them all (a node that answers
+        first may still count the others fenced for a moment)."""
         if self.members[index].running:
             return
         self._launch(index)
-        self._wait_ready(time.monotonic() + timeout, [index])
+        deadline = time.monotonic() + timeout
+        self._wait_ready(deadline, [index])
+        if all(member.running for member in self.members):
+            self._wait_ready(deadline, range(len(self.members)))
 
     # -- stop -------------------------------------------------------------------------------
 

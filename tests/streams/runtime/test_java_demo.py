@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.streams.runtime.test_runner import demo_of
+from tests.streams.runtime.test_language_demos import demo_of
 
 pytestmark = pytest.mark.docker
 
