@@ -212,6 +212,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if broker_of(item) == "kafka":
             item.add_marker(pytest.mark.kafka)
+        broker = broker_in(item.nodeid) or ("kafka" if item.get_closest_marker("kafka") else None)
+        if broker is not None:  # for the shares: reports carry it to xdist's controller
+            item.user_properties.append(("broker", broker))
 
 
 BROKER_SHARES: dict[str, dict[str, float]] = {}
@@ -228,7 +231,8 @@ def broker_in(nodeid: str) -> str | None:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Each broker's share of the run: its tests' time (set-up, call and tear-down): the
     variants of the broker tests on each broker, and every other test on Apache Kafka."""
-    kind = broker_in(report.nodeid) or ("kafka" if "kafka" in report.keywords else None)
+    # (not report.keywords: they hold the names of the test's packages, tests/streams/kafka)
+    kind = dict(report.user_properties).get("broker")
     if kind is not None:
         BROKER_SHARES.setdefault(kind, {}).setdefault(report.nodeid, 0.0)
         BROKER_SHARES[kind][report.nodeid] += report.duration

@@ -98,7 +98,11 @@ def test_mini_swe_agent_runs_on_the_hf_dataset_and_the_harness_grades_it(
             monkeypatch.setenv(variable, "1")
         monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
         monkeypatch.setenv("MSWEA_GLOBAL_CONFIG_DIR", str(tmp_path / "mswea"))
-        instances = list(load_dataset(str(folder), split="test"))
+        # the cache named: datasets read HF_HOME when first imported, and its key for a local
+        # folder is the card (folder name, row and byte counts), not the content, so another
+        # run's export of a same-sized task came back from ~/.cache/huggingface
+        cache = str(tmp_path / "hf-cache")
+        instances = list(load_dataset(str(folder), split="test", cache_dir=cache))
         assert [row["instance_id"] for row in instances] == [workspace.instance_id]
         assert instances[0]["image_name"] == instances[0]["docker_image"] == image
 
