@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaProducer
+from prometheus_client.parser import text_string_to_metric_families
 
 from streams.core.settings import KafkaSettings
 from streams.kafka.apache import KafkaCluster
@@ -55,6 +56,7 @@ from tests.reliability.pipeline_runs import (
     final_states,
     ledger_size,
     scan,
+    scrape,
     stalled,
 )
 from tests.workers import worker_env
@@ -287,7 +289,20 @@ async def inject(
 
 
 def validating(worker: Worker) -> bool:
-    return counts(worker, "swe_stream_stage_records_in_total", stage="validate") > 0
+    """A validation under way: a record validate read has not come out yet (written, rejected,
+    failed or skipped). Not merely "validate read a record": a kill after its output was
+    acknowledged but before its ledger entry was flushed is the at-least-once window (the
+    partition's next owner validates the PR again), not the middle of a validation."""
+    seen: Counter[str] = Counter()
+    for family in text_string_to_metric_families(scrape(worker)):
+        for sample in family.samples:  # summed over the reasons of rejections and the like
+            if sample.labels.get("stage") == "validate":
+                seen[sample.name] += sample.value
+    came_out = sum(
+        seen[f"swe_stream_stage_records_{end}_total"]
+        for end in ("out", "rejected", "failed", "skipped")
+    )
+    return seen["swe_stream_stage_records_in_total"] > came_out
 
 
 async def members_after(
