@@ -203,12 +203,39 @@ def broker_of(item: pytest.Item) -> str | None:
     return callspec.params.get("broker_kind") if callspec is not None else None
 
 
+# what a test is expected to take when it declares no timeout of its own, by kind
+EXPECTED_SECONDS = {"docker": 40.0, "integration": 15.0, "unit": 0.1}
+
+
+def expected_seconds(item: pytest.Item) -> float:
+    """A test's expected length: the timeout it declares (long tests raise it), else its
+    kind's."""
+    marker = item.get_closest_marker("timeout")
+    if marker is not None and marker.args:
+        return float(marker.args[0]) / 3
+    return next((v for k, v in EXPECTED_SECONDS.items() if item.get_closest_marker(k)), 0.1)
+
+
+def longest_files_first(items: list[pytest.Item]) -> None:
+    """Files in the order of their expected length, longest first, each file's tests in their
+    own order: `--dist loadfile` hands files out in this order, so the long files start at once
+    and the run does not end waiting on one that started late."""
+    weight: dict[str, float] = {}
+    for item in items:
+        weight[item.path.as_posix()] = weight.get(item.path.as_posix(), 0.0) + expected_seconds(
+            item
+        )
+    position = {id(item): index for index, item in enumerate(items)}
+    items.sort(key=lambda item: (-weight[item.path.as_posix()], position[id(item)]))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test says what it needs, so `-m unit` really is the no-broker, no-Docker set;
     a test on Apache Kafka is also marked ``kafka`` (`-m kafka`: that broker's share)."""
     unmarked = [item.nodeid for item in items if not any(item.get_closest_marker(k) for k in KINDS)]
     if unmarked:
         raise pytest.UsageError(f"tests without a unit/integration/docker marker: {unmarked}")
+    longest_files_first(items)
     for item in items:
         if broker_of(item) == "kafka":
             item.add_marker(pytest.mark.kafka)
