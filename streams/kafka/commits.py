@@ -270,32 +270,28 @@ async def repair_lost_fetches(
 # ``getmany`` drops those records and seeks back). A partition with none (a new group, or a
 # partition whose last owner died before its first commit) is not sought at all, so it resumes
 # after what was buffered and dropped: those records are never processed. Seen with three
-# workers when one was killed before its first commit (three PRs never validated). Records
-# that did reach a stream before the seek (Faust's read offset) are not sent again: the seek
-# goes right after them.
+# workers when one was killed before its first commit (three PRs never validated). Such a
+# partition is read from its start; the records this process handled already are skipped by
+# the stage (``streams.pipeline.deliveries``), and acked, so the partition's commit moves.
+# (Not from right after "the last record handed to a stream", Faust's read offset: after a seek
+# it holds the next offset to read, not the last one read. Seen with three workers on Apache
+# Kafka: a partition of 73 records committed at 74, past its end; the next owner's read offset
+# then stood at 74 and it dropped every record of the partition as read.)
 
 
 def unsought_partitions(
-    assigned: Iterable[Any],
-    committed: Mapping[Any, int | None],
-    delivered: Mapping[Any, int | None],
-    streams: Collection[str],
+    assigned: Iterable[Any], committed: Mapping[Any, int | None], streams: Collection[str]
 ) -> dict[Any, int]:
     """The assigned partitions of ``streams`` (topic names) that a seek to the committed offset
     leaves where they are (no committed offset: not in ``committed``, Faust's record, which
-    keeps a committed 0 as None), and where to seek each: right after the last record delivered
-    to a stream (``delivered``; it was or is being processed), or to the start when none was.
-    A partition committed at 0 (a replay's fresh group) is left to Faust: its records may
-    already be flowing, and seeking it would send them twice."""
+    keeps a committed 0 as None), each with the offset to seek it to: its start. A partition
+    committed at 0 (a replay's fresh group) is left to Faust: its records may already be
+    flowing."""
     unsought = sorted(
         (tp for tp in assigned if tp.topic in streams and tp not in committed),
         key=lambda tp: (tp.topic, tp.partition),
     )
-    targets = {}
-    for tp in unsought:
-        last = delivered.get(tp)
-        targets[tp] = 0 if last is None else last + 1
-    return targets
+    return {tp: 0 for tp in unsought}
 
 
 async def commit_before_revocation(consumer: Any) -> None:
@@ -312,51 +308,26 @@ async def commit_before_revocation(consumer: Any) -> None:
             return
 
 
-def count_acked(consumer: Any, tp: Any, offset: int) -> None:
-    """Count ``offset`` of ``tp`` acked in Faust's own books, as its ``ack`` does, so that its
-    next commit goes past it."""
-    index = consumer._acked_index[tp]
-    if offset not in index:
-        index.add(offset)
-        consumer._acked[tp].append(offset)
-
-
 def seek_uncommitted_to_start(consumer: Any, streams: Collection[str]) -> None:
     """Make ``consumer.perform_seek`` (Faust's seek after a recovery) also seek the stream
-    partitions it would leave alone: to their start, as ``auto_offset_reset=earliest`` means
-    for a partition nothing was committed on, or right after the last record this process
-    handed to a stream (in this assignment or an earlier one: Faust forgets it at a
-    revocation, and a second rebalance before the first commit would send it again)."""
-    delivered: dict[Any, int] = {}
+    partitions it would leave alone to their start, as ``auto_offset_reset=earliest`` means
+    for a partition nothing was committed on; and commit what the streams acked before a
+    revocation makes Faust forget it."""
     seek_after_recovery = consumer.perform_seek
     revoke = consumer.on_partitions_revoked
 
-    def remember_delivered() -> None:
-        for tp, offset in list(consumer._read_offset.items()):
-            if offset is not None and tp.topic in streams:
-                delivered[tp] = max(offset, delivered.get(tp, -1))
-
     async def on_partitions_revoked(revoked: Any) -> None:
-        remember_delivered()
         await commit_before_revocation(consumer)
         await revoke(revoked)
 
     async def perform_seek() -> None:
-        remember_delivered()
         await seek_after_recovery()
         # Faust's own record of the committed offsets it just read (0 is kept as None)
-        targets = unsought_partitions(
-            consumer.assignment(), consumer._committed_offset, delivered, streams
-        )
+        targets = unsought_partitions(consumer.assignment(), consumer._committed_offset, streams)
         for tp, offset in targets.items():
             await consumer.seek(tp, offset)  # below the log start: aiokafka resets to earliest
-            if offset > 0:
-                # the records before it were processed here; their acks died with a revocation
-                # (Faust drops what it has not committed): without one, nothing commits the
-                # partition until a new record comes, and its lag never drains
-                count_acked(consumer, tp, offset - 1)
         if targets:
-            log.debug("partitions with nothing committed read from: %s", targets)
+            log.debug("partitions with nothing committed read from their start: %s", targets)
 
     consumer.perform_seek = perform_seek
     consumer.on_partitions_revoked = on_partitions_revoked

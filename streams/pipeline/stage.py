@@ -9,7 +9,8 @@ an ``Outcome``; ``StageRunner`` does the rest, identically for every stage:
                         +-- ServiceUnavailable --> wait (backoff), the same record again
 
 ``register_stage`` is the thin Faust wiring: one agent per stage, raw bytes in, so that a record
-that fails its schema reaches the DLQ instead of crashing the consumer.
+that fails its schema reaches the DLQ instead of crashing the consumer; a record Faust delivers
+again while this process handles or just handled it is skipped (``Deliveries``).
 
 The log is sized for a real hour (thousands of PRs, most ending at prefilter or enrich): a
 screening stage's rejections are DEBUG lines (``--verbose``) and its failures of one kind a
@@ -32,6 +33,7 @@ from schemas import Record
 from streams.core import metrics
 from streams.core.errors import DependencyError, ServiceUnavailable
 from streams.kafka.topics import TopicSpec
+from streams.pipeline.deliveries import Deliveries, KeyTurns
 from streams.pipeline.dlq import replay_attempt, send_to_dlq
 from streams.pipeline.ledger import Ledger, SinkLedgerStore
 from streams.pipeline.outages import OUTAGES, Outages
@@ -167,6 +169,7 @@ class StageRunner(Generic[In]):
         self.pipeline_version = pipeline_version
         self.ledger = ledger or Ledger(SinkLedgerStore(sink), pipeline_version)
         self.failure_lines = FailureLines()
+        self.turns = KeyTurns()
 
     async def process(
         self,
@@ -199,36 +202,52 @@ class StageRunner(Generic[In]):
                     stage=stage, reason="other_pipeline_version"
                 ).inc()
                 return Outcome()
-            # a dead letter sent back (attempt > 1) is an explicit retry of a failed PR
-            done = self._already_done(record) if attempt == 1 and self.stage.skip_final else None
-            if done is not None:
-                metrics.STAGE_RECORDS_SKIPPED.labels(stage=stage, reason=done).inc()
-                return Outcome()
-            try:
-                outcome = await self._handle_through_outages(record)
-            except Exception as exc:  # the stage's bug or a dependency's failure: keep going
-                # a service that answered with an error (404, exhausted retries, no such
-                # commit) is explained by its message: one line, not a traceback
-                if isinstance(exc, DependencyError):
-                    self._log_failure(key, exc)
-                else:
-                    log.exception("stage %s failed on %s@%d:%d", stage, key, partition, offset)
-                await self._dead_letter(key, value, partition, offset, exc, "logic", attempt)
-                await self._ledger(record, "failed", f"{type(exc).__name__}: {exc}"[:500])
-                return None
-            try:
-                await self._emit(record, outcome)
-            except Exception as exc:  # an outcome that does not serialise: the record is kept
-                # (a crash here would end the agent's actor and lose the record unrecorded)
-                log.exception("stage %s could not emit its outcome for %s", stage, key)
-                await self._dead_letter(key, value, partition, offset, exc, "emit", attempt)
-                await self._ledger(record, "failed", f"{type(exc).__name__}: {exc}"[:500])
-                return None
-            return outcome
+            # one record of a PR at a time: a second one (sent again by a worker that died
+            # before its commit) waits, then finds the first one's ledger entry
+            async with self.turns.turn(key):
+                return await self._decide(record, key, value, partition, offset, attempt)
         finally:
             metrics.STAGE_PROCESSING_SECONDS.labels(stage=stage).observe(
                 time.perf_counter() - started
             )
+
+    async def _decide(
+        self,
+        record: Record,
+        key: bytes | None,
+        value: bytes,
+        partition: int,
+        offset: int,
+        attempt: int,
+    ) -> Outcome | None:
+        """The ledger's check, the stage's logic and its emission, for one decoded record."""
+        stage = self.stage.name
+        # a dead letter sent back (attempt > 1) is an explicit retry of a failed PR
+        done = self._already_done(record) if attempt == 1 and self.stage.skip_final else None
+        if done is not None:
+            metrics.STAGE_RECORDS_SKIPPED.labels(stage=stage, reason=done).inc()
+            return Outcome()
+        try:
+            outcome = await self._handle_through_outages(record)
+        except Exception as exc:  # the stage's bug or a dependency's failure: keep going
+            # a service that answered with an error (404, exhausted retries, no such
+            # commit) is explained by its message: one line, not a traceback
+            if isinstance(exc, DependencyError):
+                self._log_failure(key, exc)
+            else:
+                log.exception("stage %s failed on %s@%d:%d", stage, key, partition, offset)
+            await self._dead_letter(key, value, partition, offset, exc, "logic", attempt)
+            await self._ledger(record, "failed", f"{type(exc).__name__}: {exc}"[:500])
+            return None
+        try:
+            await self._emit(record, outcome)
+        except Exception as exc:  # an outcome that does not serialise: the record is kept
+            # (a crash here would end the agent's actor and lose the record unrecorded)
+            log.exception("stage %s could not emit its outcome for %s", stage, key)
+            await self._dead_letter(key, value, partition, offset, exc, "emit", attempt)
+            await self._ledger(record, "failed", f"{type(exc).__name__}: {exc}"[:500])
+            return None
+        return outcome
 
     async def _handle_through_outages(self, record: Record) -> Outcome:
         """The stage's outcome for ``record``, tried again (with backoff, for as long as it
@@ -345,19 +364,32 @@ def register_stage(app: Any, stage: Stage[Any], ledger: Ledger) -> Any:
     channel = app.topic(stage.source.name, key_serializer="raw", value_serializer="raw")
     runner: StageRunner[Any] = StageRunner(stage, FaustSink(app), ledger.pipeline_version, ledger)
 
+    deliveries = Deliveries()
+
     async def run_stage(stream: Any) -> None:
         async for event in stream.events():
             message = event.message
-            attempt = replay_attempt(event.headers)
-            timestamp = message.timestamp  # seconds, as Faust gives it
-            await runner.process(
-                event.key,
-                event.value,
-                message.partition,
-                message.offset,
-                attempt,
-                timestamp_ms=round(timestamp * 1000) if timestamp is not None else None,
-            )
+            partition, offset = message.partition, message.offset
+            if not await deliveries.claim(partition, offset):
+                metrics.STAGE_RECORDS_IN.labels(stage=stage.name).inc()
+                metrics.STAGE_RECORDS_SKIPPED.labels(
+                    stage=stage.name, reason="delivered_again"
+                ).inc()
+                continue
+            handled = False
+            try:
+                timestamp = message.timestamp  # seconds, as Faust gives it
+                await runner.process(
+                    event.key,
+                    event.value,
+                    partition,
+                    offset,
+                    replay_attempt(event.headers),
+                    timestamp_ms=round(timestamp * 1000) if timestamp is not None else None,
+                )
+                handled = True
+            finally:
+                deliveries.release(partition, offset, handled)
 
     run_stage.__name__ = run_stage.__qualname__ = stage.name.replace("-", "_").replace(".", "_")
     return app.agent(channel, name=stage.name, concurrency=stage.concurrency)(run_stage)

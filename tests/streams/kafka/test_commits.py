@@ -189,10 +189,10 @@ def test_a_worker_reads_again_a_record_no_stream_got(bootstrap: str, tmp_path: P
 
 
 @pytest.mark.unit
-def test_stream_partitions_with_nothing_or_zero_committed_are_sought_to_their_start() -> None:
-    """A seek to the committed offset leaves a partition with none (or 0) where the fetcher
-    left it, after records Faust dropped: those are read from their start; a changelog or a
-    partition with an offset above 0 is left to Faust."""
+def test_stream_partitions_with_nothing_committed_are_sought_to_their_start() -> None:
+    """A seek to the committed offset leaves a partition with none where the fetcher left it,
+    after records Faust dropped: those are read from their start; a changelog, a partition
+    committed at 0 (Faust keeps it as None) or above 0 is left to Faust."""
     from collections import namedtuple
 
     from streams.kafka.commits import unsought_partitions
@@ -200,22 +200,21 @@ def test_stream_partitions_with_nothing_or_zero_committed_are_sought_to_their_st
     tp = namedtuple("TP", "topic partition")
     assigned = [tp("pr.patches", 2), tp("pr.patches", 1), tp("pr.classified", 0),
                 tp("swe.ledger", 2), tp("tasks.scored", 3)]  # fmt: skip
-    # Faust keeps a committed 0 as None: pr.classified[0] was committed at 0 (left to Faust)
     committed = {tp("pr.patches", 1): 5, tp("pr.classified", 0): None}
-    delivered = {tp("tasks.scored", 3): 6}  # records up to 6 went to a stream: not again
     streams = {"pr.patches", "pr.classified", "tasks.scored"}
-    assert unsought_partitions(assigned, committed, delivered, streams) == {
+    assert unsought_partitions(assigned, committed, streams) == {
         tp("pr.patches", 2): 0,
-        tp("tasks.scored", 3): 7,
+        tp("tasks.scored", 3): 0,
     }
-    assert unsought_partitions([], committed, delivered, streams) == {}
+    assert unsought_partitions([], committed, streams) == {}
 
 
 @pytest.mark.unit
 def test_the_seek_after_a_recovery_also_seeks_unsought_partitions() -> None:
     """Faust's seek leaves partitions with nothing committed alone; they are sought to their
-    start, or right after the last record handed to a stream — remembered across a revocation
-    (Faust forgets it there), so a second rebalance before any commit sends nothing twice."""
+    start, whatever Faust's read offset says (after a seek it is the next offset to read: one
+    past a partition's end once all of it was read), and what was acked is committed before a
+    revocation makes Faust forget it."""
     from collections import namedtuple
 
     from streams.kafka.commits import seek_uncommitted_to_start
@@ -226,9 +225,9 @@ def test_the_seek_after_a_recovery_also_seeks_unsought_partitions() -> None:
         def __init__(self) -> None:
             self.calls: list[object] = []
             self._committed_offset: dict[object, int | None] = {}
-            self._read_offset: dict[object, int | None] = {tp("pr.patches", 2): 4}
+            # pr.patches[2] was read to its end (73 records): the next offset to read
+            self._read_offset: dict[object, int | None] = {tp("pr.patches", 2): 73}
             self._acked: defaultdict[object, list[int]] = defaultdict(list)
-            self._acked_index: defaultdict[object, set[int]] = defaultdict(set)
 
         async def commit(self) -> bool:
             self.calls.append("commit")
@@ -243,7 +242,6 @@ def test_the_seek_after_a_recovery_also_seeks_unsought_partitions() -> None:
             for partition in revoked:  # as Faust does: what was read and acked is forgotten
                 self._read_offset.pop(partition, None)
                 self._acked.pop(partition, None)
-                self._acked_index.pop(partition, None)
 
         def assignment(self) -> set[object]:
             return {tp("pr.patches", 0), tp("pr.patches", 1), tp("pr.patches", 2),
@@ -256,21 +254,11 @@ def test_the_seek_after_a_recovery_also_seeks_unsought_partitions() -> None:
     seek_uncommitted_to_start(consumer, {"pr.patches"})
     asyncio.run(consumer.perform_seek())
     assert consumer.calls == [
-        "perform_seek", (tp("pr.patches", 1), 0), (tp("pr.patches", 2), 5)
+        "perform_seek", (tp("pr.patches", 1), 0), (tp("pr.patches", 2), 0)
     ]  # fmt: skip
-    # the record sought past counts as acked: the next commit goes past it
-    assert consumer._acked == {tp("pr.patches", 2): [4]}
-    # a rebalance before any commit: what was acked is committed before Faust forgets it,
-    # and Faust forgets what it handed out; the seek does not
+    assert consumer._acked == {}  # nothing counted as acked that no stream acked
+    # a rebalance: what was acked is committed before Faust forgets it
     consumer.calls.clear()
-    consumer._read_offset[tp("pr.patches", 1)] = 0
     asyncio.run(consumer.on_partitions_revoked({tp("pr.patches", 1), tp("pr.patches", 2)}))
     assert consumer.calls == ["commit", "commit", "revoke"]
-    assert consumer._read_offset == {} and consumer._acked == {}
-    consumer.calls.clear()
-    asyncio.run(consumer.perform_seek())
-    assert consumer.calls == [
-        "perform_seek", (tp("pr.patches", 1), 1), (tp("pr.patches", 2), 5)
-    ]  # fmt: skip
-    # its ack died with the revocation: counted again, so the partition's commit moves
-    assert consumer._acked == {tp("pr.patches", 1): [0], tp("pr.patches", 2): [4]}
+    assert consumer._read_offset == {}

@@ -355,3 +355,41 @@ async def test_a_later_stage_quicker_than_this_stages_ledger_entry_is_not_overwr
     entries = [LedgerEntry.from_json(v) for _, v in sink.on("swe.ledger")]
     assert [(e.stage, e.status) for e in entries] == [("whisper", "rejected")]
     assert runner.ledger.lookup("octo/hello", 7).stage == "whisper"  # type: ignore[union-attr]
+
+
+async def test_two_records_of_one_pr_at_once_are_handled_in_turn() -> None:
+    """A PR's record sent again (a worker died before committing its input) while the first is
+    being handled waits for it, then finds its ledger entry: handled once. Other PRs' records
+    are handled side by side."""
+    import asyncio
+
+    from streams.pipeline.stage import Stage
+
+    handled: list[str] = []
+    running, most = 0, 0
+
+    async def slow_shout(record: Utterance) -> Outcome:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0.05)
+        running -= 1
+        handled.append(record.key)
+        return Outcome.accept(record)
+
+    stage = Stage("slow", HEARD, SHOUTED, slow_shout, done_at=frozenset({"slow"}))
+    sink = MemorySink()
+    runner = StageRunner(stage, sink, pipeline_version=3)
+    before = counter(metrics.STAGE_RECORDS_SKIPPED, stage="slow", reason="already_done")
+    await asyncio.gather(
+        runner.process(b"octo/hello#7", utterance("a"), 0, 10),
+        runner.process(b"octo/hello#7", utterance("a"), 0, 11),  # the same PR, sent again
+        runner.process(b"octo/hello#8", utterance("b", number=8), 0, 12),
+    )
+    assert sorted(handled) == ["octo/hello#7", "octo/hello#8"]
+    assert most == 2  # the other PR's record was not held
+    assert counter(metrics.STAGE_RECORDS_SKIPPED, stage="slow", reason="already_done") == (
+        before + 1
+    )
+    assert len(sink.on(SHOUTED.name)) == 2
+    assert len(runner.turns) == 0  # no key is kept once its records are done
