@@ -68,3 +68,25 @@ def test_with_a_standby_copy_the_joining_worker_would_idle() -> None:
     nothing (this pins the library behaviour the setting works around)."""
     shares = group_assignment(1, 4, {"a": {0, 1}, "b": {2, 3}, "c": set()})
     assert shares["c"] == set()
+
+
+@pytest.mark.parametrize("wait_ms", [None, 200])
+def test_the_workers_fetches_wait_at_the_broker_as_kafka_settings_say(
+    wait_ms: int | None, tmp_path: Path
+) -> None:
+    """Faust fixes its consumer's fetch wait at 1.5 s; the worker's is ``kafka.fetch_max_wait_ms``
+    (100 ms unless set), on the aiokafka consumer Faust creates when it starts."""
+    import asyncio
+
+    kafka: dict[str, object] = {"bootstrap": "127.0.0.1:9"}
+    if wait_ms is not None:
+        kafka["fetch_max_wait_ms"] = wait_ms
+    settings = Settings(kafka=kafka, worker={"data_dir": str(tmp_path / "data")})
+    app = create_app(settings, lambda settings, resources: [])
+
+    async def created() -> int:
+        loop = asyncio.get_running_loop()
+        client = app.consumer._thread._create_consumer(loop)
+        return int(client._fetch_max_wait_ms)
+
+    assert asyncio.run(created()) == (wait_ms or 100)
