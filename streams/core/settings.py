@@ -117,12 +117,13 @@ class KafkaSettings(Section):
     session_timeout_seconds: float | None = Field(
         None, gt=0, description="unset = 10 s on the embedded broker, Faust's 60 s elsewhere"
     )
-    fetch_max_wait_ms: int = Field(
-        100,
+    fetch_max_wait_ms: int | None = Field(
+        None,
         ge=0,
-        description="how long a worker's fetch may wait at the broker for data to arrive "
-        "(Faust's own 1.5 s, even Kafka's 500 ms, hold back the partitions with records while "
-        "a fetch waits on idle ones)",
+        description="how long a worker's fetch may wait at the broker for data to arrive; "
+        "unset = 100 ms on Apache Kafka (Faust's own 1.5 s holds back the partitions with "
+        "records while a fetch waits on idle ones), Faust's 1.5 s on the embedded broker (it "
+        "answers each fetch at a cost: 100 ms took 6 percent of a core per idle worker)",
     )
     embedded_port: int = Field(0, ge=0, le=65535, description="0 = pick a free port")
     local_broker: Literal["auto", "embedded", "apache"] = Field(

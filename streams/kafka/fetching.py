@@ -9,14 +9,18 @@ pass-through worker's output stopped for 1.0-1.3 s one to three times per 10,000
 partitions of uneven sizes were read to their ends); with a 500 ms wait (Kafka's default) for up
 to 0.3 s, as the plain aiokafka loop beside it did for 0.35-0.42 s; with 100 ms, never for more
 than 0.15 s in three runs. A worker mining a backlog over partitions of uneven sizes meets the
-same. The wait is ``kafka.fetch_max_wait_ms`` instead, 100 ms by default: an idle worker then
-asks each broker ten times a second, a small price for never holding back records it could
-have.
+same. On Apache Kafka the wait is ``kafka.fetch_max_wait_ms``, 100 ms unless set: an idle
+worker then asks each broker ten times a second (measured idle: the worker 1.4% of a core and
+the broker 3.7%, against 0.6% and 2.2% at 1.5 s). The embedded broker keeps Faust's 1.5 s unless
+set: it answers each fetch at a higher cost (at 100 ms, 5.7% of a core per idle worker against
+0.7%), and a test suite runs many idle workers on it at once.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+KAFKA_FETCH_MAX_WAIT_MS = 100  # unless kafka.fetch_max_wait_ms says otherwise
 
 
 def limit_fetch_wait(consumer: Any, wait_ms: int) -> None:

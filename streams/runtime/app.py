@@ -33,7 +33,7 @@ from streams.kafka.commits import (
     repair_stalled_commits,
     seek_uncommitted_to_start,
 )
-from streams.kafka.fetching import limit_fetch_wait
+from streams.kafka.fetching import KAFKA_FETCH_MAX_WAIT_MS, limit_fetch_wait
 from streams.pipeline.ledger import Ledger, TableLedgerStore, ledger_table, raw_schema
 from streams.pipeline.outages import OUTAGES, Backoff
 from streams.pipeline.recipe_memory import RecipeBook
@@ -140,7 +140,11 @@ def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> f
         sources.add(stage.source.name)
     # after a rebalance, a stage's partition with nothing committed is read from its start
     seek_uncommitted_to_start(app.consumer, sources)
-    limit_fetch_wait(app.consumer, settings.kafka.fetch_max_wait_ms)
+    fetch_wait = settings.kafka.fetch_max_wait_ms
+    if fetch_wait is None and profile.idempotence:  # Apache Kafka, not the embedded broker
+        fetch_wait = KAFKA_FETCH_MAX_WAIT_MS
+    if fetch_wait is not None:
+        limit_fetch_wait(app.consumer, fetch_wait)
     register_recipe_memory(app, recipes, bootstrap, settings.validation.recipe_refresh_seconds)
 
     register_maintenance(app, settings, bootstrap, sources)

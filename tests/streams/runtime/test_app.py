@@ -70,15 +70,19 @@ def test_with_a_standby_copy_the_joining_worker_would_idle() -> None:
     assert shares["c"] == set()
 
 
-@pytest.mark.parametrize("wait_ms", [None, 200])
+@pytest.mark.parametrize(
+    ("idempotence", "wait_ms", "expected"),
+    [("on", None, 100), ("on", 200, 200), ("off", None, 1500), ("off", 300, 300)],
+)
 def test_the_workers_fetches_wait_at_the_broker_as_kafka_settings_say(
-    wait_ms: int | None, tmp_path: Path
+    idempotence: str, wait_ms: int | None, expected: int, tmp_path: Path
 ) -> None:
     """Faust fixes its consumer's fetch wait at 1.5 s; the worker's is ``kafka.fetch_max_wait_ms``
-    (100 ms unless set), on the aiokafka consumer Faust creates when it starts."""
+    (unless set: 100 ms on Apache Kafka, where the idempotent producer runs; Faust's 1.5 s on
+    the embedded broker), on the aiokafka consumer Faust creates when it starts."""
     import asyncio
 
-    kafka: dict[str, object] = {"bootstrap": "127.0.0.1:9"}
+    kafka: dict[str, object] = {"bootstrap": "127.0.0.1:9", "idempotence": idempotence}
     if wait_ms is not None:
         kafka["fetch_max_wait_ms"] = wait_ms
     settings = Settings(kafka=kafka, worker={"data_dir": str(tmp_path / "data")})
@@ -89,4 +93,4 @@ def test_the_workers_fetches_wait_at_the_broker_as_kafka_settings_say(
         client = app.consumer._thread._create_consumer(loop)
         return int(client._fetch_max_wait_ms)
 
-    assert asyncio.run(created()) == (wait_ms or 100)
+    assert asyncio.run(created()) == expected
