@@ -29,6 +29,21 @@ from streams.core import metrics
 log = logging.getLogger("swe_stream.commits")
 
 
+async def seek_in_consumer_thread(consumer: Any, tp: Any, offset: int) -> None:
+    """Seek ``tp`` of a Faust ``consumer`` to ``offset``, and count from there as read, as its
+    ``seek`` does, but in the thread its aiokafka consumer runs in: Faust's ``seek`` on aiokafka
+    moves the fetch position from the calling thread while the consumer thread may be handing out
+    the same partition's fetched records (seen in CI: a KeyError in aiokafka's
+    ``fetched_records`` crashed a worker right after a rebalance's seeks). A Faust consumer
+    without that thread (another driver) seeks as it does."""
+    thread = getattr(consumer, "_thread", None)
+    if thread is None or not hasattr(thread, "call_thread"):
+        await consumer.seek(tp, offset)
+        return
+    await thread.call_thread(thread._ensure_consumer().seek, tp, offset)
+    consumer._read_offset[tp] = offset if offset else None
+
+
 @dataclass(frozen=True)
 class PartitionAcks:
     """What the consumer knows of one partition's progress."""
@@ -100,7 +115,7 @@ async def repair_stalled_commits(consumer: Any, watch: CommitStallWatch) -> dict
             tp.partition,
             offset,
         )
-        await consumer.seek(tp, offset)
+        await seek_in_consumer_thread(consumer, tp, offset)
         metrics.COMMIT_STALLS_REPAIRED.labels(topic=tp.topic).inc()
     return stalled
 
@@ -257,7 +272,7 @@ async def repair_lost_fetches(
             standings[tp].position,
             offset,
         )
-        await consumer.seek(tp, offset)  # Faust's seek also resets what it counts as read
+        await seek_in_consumer_thread(consumer, tp, offset)
         metrics.LOST_FETCHES_REREAD.labels(topic=tp.topic).inc()
     return lost
 
@@ -325,7 +340,8 @@ def seek_uncommitted_to_start(consumer: Any, streams: Collection[str]) -> None:
         # Faust's own record of the committed offsets it just read (0 is kept as None)
         targets = unsought_partitions(consumer.assignment(), consumer._committed_offset, streams)
         for tp, offset in targets.items():
-            await consumer.seek(tp, offset)  # below the log start: aiokafka resets to earliest
+            # below the log start: aiokafka resets to earliest
+            await seek_in_consumer_thread(consumer, tp, offset)
         if targets:
             log.debug("partitions with nothing committed read from their start: %s", targets)
 
