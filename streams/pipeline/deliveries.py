@@ -69,9 +69,6 @@ class Deliveries:
         if first is not None and not first.done():
             first.set_result(handled)
 
-    def __len__(self) -> int:
-        return len(self._handled)
-
 
 class KeyTurns:
     """One record per key at a time (records without a key are not held)."""
