@@ -35,8 +35,14 @@ CONFTEST = (
     "    if exitstatus == 0 and session.testscollected > 100:\n"
     "        session.exitstatus = 1\n"
 )
-MANY = 600
-MANY_NAME = "tests/many/test_a_case_with_a_rather_long_and_descriptive_name_{:04d}.py"
+# long names, so that fewer files (each a module pytest imports, in every run) make a command
+# line past SCRIPT_AFTER_CHARS
+MANY = 180
+MANY_NAME = (
+    "tests/many/test_a_case_whose_name_is_long_enough_that_a_couple_of_hundred_of_them_make_a_"
+    "command_line_longer_than_one_exec_argument_holds_so_the_run_goes_through_a_script_and_no_"
+    "test_is_left_out_{:04d}.py"
+)
 
 
 def many_files() -> dict[str, str | None]:
