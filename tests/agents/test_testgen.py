@@ -174,7 +174,7 @@ def validator_with_testgen(
     )
     generator = AgenticTestGenerator(
         llm,
-        TestgenSettings(**({"max_turns": 20, "command_timeout_seconds": 3} | testgen)),
+        TestgenSettings(**({"max_turns": 20, "command_timeout_seconds": 60} | testgen)),
         Limits.from_settings(docker),
     )
     validator = Validator(repos, lambda: docker_client, docker, ValidateSettings(runs=2), 1)
@@ -220,7 +220,7 @@ async def test_a_scripted_conversation_ends_with_verified_generated_tests(
         ("shell", {"command": "git apply /tmp/swe-stream/fix.patch && git status --short"}),
         ("shell", {"command": "python -m pytest -q tests/test_generated.py"}),  # 7: passes
         ("shell", {"command": "git apply -R /tmp/swe-stream/fix.patch && git diff --stat"}),
-        ("shell", {"command": "sleep 30", "timeout_seconds": 30}),  # 9: killed at 3 s
+        ("shell", {"command": "sleep 30", "timeout_seconds": 3}),  # 9: killed at 3 s
         (
             "submit_tests",
             {

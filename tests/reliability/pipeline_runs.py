@@ -18,7 +18,7 @@ from agents.ingest_scan import HourScanner
 from schemas import LedgerEntry, RawPullRequestEvent
 from streams.evaluation.sandbox import OWNER_LABEL, listed_containers
 from streams.kafka.broker import free_port
-from streams.kafka.offsets import committed_offsets, group_members, topic_bounds
+from streams.kafka.offsets import group_members, group_positions, topic_bounds
 from streams.kafka.topics import (
     CANDIDATES,
     CLASSIFIED,
@@ -135,14 +135,13 @@ async def ledger_size(bootstrap: str) -> int:
 async def undrained(bootstrap: str) -> list[str]:
     """The stage-input partitions whose records the workers' group has not all committed, as
     ``topic[partition] committed/end``."""
-    behind = []
-    for topic in STAGE_INPUTS:
-        bounds = await topic_bounds(bootstrap, topic.name)
-        committed = await committed_offsets(bootstrap, GROUP, topic.name)
-        for partition, (start, end) in bounds.items():
-            if end > start and (committed[partition] or 0) < end:
-                behind.append(f"{topic.name}[{partition}] {committed[partition]}/{end}")
-    return behind
+    standing = await group_positions(bootstrap, GROUP, [topic.name for topic in STAGE_INPUTS])
+    return [
+        f"{topic}[{p.partition}] {p.committed}/{p.end}"
+        for topic, partitions in standing.items()
+        for p in partitions
+        if p.end > p.start and (p.committed or 0) < p.end
+    ]
 
 
 async def drained(bootstrap: str) -> bool:

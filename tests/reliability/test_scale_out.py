@@ -210,7 +210,7 @@ async def scale_out(
             assert time.monotonic() < deadline, [w.log.read_text()[-2000:] for w in workers]
             for worker in workers:
                 worker.check_alive()
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.5)  # a validation takes seconds
         shared = {
             i: counts(w, "swe_stream_stage_records_in_total", stage="prefilter")
             for i, w in enumerate(workers)

@@ -14,6 +14,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from streams.kafka.offsets import (
     committed_offsets,
+    group_positions,
     offsets_at_time,
     parse_partition_offsets,
     parse_time_ms,
@@ -130,6 +131,13 @@ async def test_offsets_show_reset_and_refuse_a_group_with_live_members(
     expected = first_at_or_after(placed, when)
     assert committed_column(reset.stdout) == {p: str(o) for p, o in expected.items()}
     assert await committed_offsets(bootstrap, "ops", TOPIC) == expected
+    # several topics at once (a topic named twice is read once), as a drain's poll reads them
+    standing = await group_positions(bootstrap, "ops", [TOPIC, TOPIC])
+    assert list(standing) == [TOPIC]
+    assert {p.partition: p.committed for p in standing[TOPIC]} == expected
+    assert {p.partition: p.end for p in standing[TOPIC]} == {
+        p: sum(1 for q, _, _ in placed if q == p) for p in expected
+    }
 
     # a member of the group starts where the reset put it ...
     sizes = {p: sum(1 for q, _, _ in placed if q == p) for p in expected}
