@@ -115,22 +115,7 @@ async def topic_bounds(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]
 
 async def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int | None]:
     """The group's committed offset per partition of ``topic`` (None where it has none)."""
-    bounds = await topic_bounds(bootstrap, topic)
-    partitions = [TopicPartition(topic, p) for p in bounds]
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        # partitions named: the embedded broker drops the connection on "all of them"
-        listed = await patiently(
-            lambda: admin.list_consumer_group_offsets(group, partitions=partitions),
-            f"offsets of group {group}",
-        )
-    finally:
-        await admin.close()
-    return {
-        tp.partition: (listed[tp].offset if tp in listed and listed[tp].offset >= 0 else None)
-        for tp in partitions
-    }
+    return {p.partition: p.committed for p in await positions(bootstrap, group, topic)}
 
 
 async def positions(bootstrap: str, group: str, topic: str) -> list[PartitionPosition]:
