@@ -161,13 +161,26 @@ def start_shout_worker(
     asyncio.run(produce(bootstrap, [(u.key.encode(), u.to_json()) for u in utterances]))
     group = f"{module.rsplit('.', 1)[-1]}-{os.getpid()}-{time.monotonic_ns()}"
     metrics_port = free_port()
+    process = launch_shout_worker(module, bootstrap, group, env, log, metrics_port)
+    return process, group, metrics_port
+
+
+def restart_shout_worker(
+    module: str, bootstrap: str, group: str, env: dict[str, str], log: Path
+) -> subprocess.Popen[bytes]:
+    """The shout app of ``module`` started again in ``group``, appending to ``log``."""
+    return launch_shout_worker(module, bootstrap, group, env, log, free_port())
+
+
+def launch_shout_worker(
+    module: str, bootstrap: str, group: str, env: dict[str, str], log: Path, metrics_port: int
+) -> subprocess.Popen[bytes]:
     command = [
         SWE_STREAM, "worker", "--app", f"{module}:app",
         "--bootstrap", bootstrap, "--app-id", group,
         "--web-port", str(free_port()), "--metrics-port", str(metrics_port),
     ]  # fmt: skip
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
+    with open(log, "ab") as out:
+        return subprocess.Popen(
             command, cwd=REPO_ROOT, env=worker_env() | env, stdout=out, stderr=out
         )
-    return process, group, metrics_port

@@ -29,6 +29,7 @@ from streams.kafka.client import KafkaProfile, LagProbe
 from streams.kafka.commits import (
     CommitStallWatch,
     LostFetchWatch,
+    hold_commits_at_unprocessed_records,
     repair_lost_fetches,
     repair_stalled_commits,
     seek_uncommitted_to_start,
@@ -140,6 +141,8 @@ def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> f
         sources.add(stage.source.name)
     # after a rebalance, a stage's partition with nothing committed is read from its start
     seek_uncommitted_to_start(app.consumer, sources)
+    # and no commit passes a record of it that is not processed
+    hold_commits_at_unprocessed_records(app.consumer)
     fetch_wait = settings.kafka.fetch_max_wait_ms
     if fetch_wait is None and profile.idempotence:  # Apache Kafka, not the embedded broker
         fetch_wait = KAFKA_FETCH_MAX_WAIT_MS

@@ -1,7 +1,8 @@
 """The shout app with lost acks: the first two acks of records whose text is ``LOST_ACK_TEXT``
 are dropped, as Faust's start-up race drops acks (streams.kafka.commits). The records were handled;
-only their acks are gone, so the partition's commit stalls behind them. (Two: Faust commits
-past a hole of one offset.) Run it with ``NO_CYTHON=1``: Faust's compiled stream iterator
+only their acks are gone, so the partition's commit stalls behind them. (Two: Faust alone
+commits past a hole of one offset; the worker's hold does not, but a wider hole shows more.)
+Run it with ``NO_CYTHON=1``: Faust's compiled stream iterator
 records acks without calling ``Consumer.ack``."""
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from aiokafka.partitioner import DefaultPartitioner
 
 from streams.kafka.commits import (
     CommitStallWatch,
@@ -17,11 +18,19 @@ from streams.kafka.commits import (
     PartitionAcks,
     PartitionStanding,
     blocks_commit,
+    commit_passes_unprocessed,
     fetched_not_processed,
 )
 from streams.kafka.offsets import committed_offsets, topic_bounds
 from tests.fakes.shout_stage import HEARD, LOST_ACK_TEXT, LOST_FETCH_TEXT, SHOUTED, Utterance
-from tests.workers import read, start_shout_worker, stop, wait_for_metrics
+from tests.fakes.slow_shout_app import SLOW_TEXT
+from tests.workers import (
+    read,
+    restart_shout_worker,
+    start_shout_worker,
+    stop,
+    wait_for_metrics,
+)
 
 STUCK = PartitionAcks(committed=1, acked=(3, 4, 5), in_flight=False)
 
@@ -38,7 +47,8 @@ def hellos(count: int) -> list[Utterance]:
     ("acks", "blocked"),
     [
         (STUCK, True),
-        (PartitionAcks(1, (2, 3), False), False),  # the next offset acked: commits
+        (PartitionAcks(1, (1, 2), False), False),  # the next offset acked: commits
+        (PartitionAcks(1, (2, 3), False), True),  # a hole of one (Faust would commit past it)
         (PartitionAcks(1, (), False), False),  # nothing acked
         (PartitionAcks(None, (3, 4), False), False),  # never committed: Faust commits anyway
         (PartitionAcks(0, (3, 4), False), False),  # Faust treats 0 as never committed
@@ -189,6 +199,80 @@ def test_a_worker_reads_again_a_record_no_stream_got(bootstrap: str, tmp_path: P
         deadline = time.monotonic() + 60
         while (committed := asyncio.run(committed_offsets(bootstrap, group, HEARD.name))) != ends:
             assert time.monotonic() < deadline, (committed, ends, log.read_text()[-4000:])
+            time.sleep(0.5)
+        assert stop(process) == 0
+    finally:
+        if process.poll() is None:
+            stop(process)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("committed", "first_acked", "in_flight", "passes"),
+    [
+        (5, 6, [5], True),  # the record at the committed offset still in hand (Faust commits)
+        (5, 6, [], True),  # ... or taken from a stream's hands: a hole of one
+        (5, 5, [], False),  # the next record acked
+        (5, 5, [7], False),  # the run stops before the record in flight
+        (None, 3, [1], True),  # nothing committed: a record in flight below the acked run
+        (None, 3, [], False),  # nothing committed, nothing in flight: where the run starts
+        (5, 5, [2], False),  # a record delivered again below the commit holds nothing
+    ],
+)
+def test_a_commit_never_passes_a_record_not_processed(
+    committed: int | None, first_acked: int, in_flight: list[int], passes: bool
+) -> None:
+    assert commit_passes_unprocessed(committed, first_acked, in_flight) is passes
+
+
+def same_partition(count: int, partitions: int = 4) -> list[Utterance]:
+    """``count`` utterances of distinct PRs whose keys land on one partition of ``HEARD``."""
+    partitioner = DefaultPartitioner()
+    chosen: list[Utterance] = []
+    number = 100
+    while len(chosen) < count:
+        number += 1
+        key = f"octo/hello#{number}".encode()
+        if partitioner(key, list(range(partitions)), list(range(partitions))) == 0:
+            chosen.append(
+                Utterance(pipeline_version=1, repo="octo/hello", number=number, text=f"hi {number}")
+            )
+    return chosen
+
+
+@pytest.mark.integration
+def test_a_record_in_flight_when_later_ones_commit_is_processed_after_a_sigkill(
+    bootstrap: str, tmp_path: Path
+) -> None:
+    """A stage with two records in hand: the one at the partition's committed offset is slow,
+    the ones after it are acked. The commit waits for it (Faust's own rule commits past a hole
+    of one), so a worker killed meanwhile leaves it to the next one, which shouts it."""
+    before, slow, *after = same_partition(6)
+    slow = slow.model_copy(update={"text": SLOW_TEXT})
+    release = tmp_path / "release"
+    env = {"SHOUT_RELEASE_FILE": str(release)}
+    log = tmp_path / "worker.log"
+    process, group, _ = start_shout_worker(
+        "tests.fakes.slow_shout_app", bootstrap, [before, slow, *after], env, log
+    )
+    try:
+        asyncio.run(read(bootstrap, SHOUTED.name, 1 + len(after), process, log=log))
+        deadline = time.monotonic() + 60
+        while asyncio.run(committed_offsets(bootstrap, group, HEARD.name)).get(0) != 1:
+            assert time.monotonic() < deadline, log.read_text()[-4000:]
+            time.sleep(0.5)
+        time.sleep(3 * 2.8)  # three of Faust's commit intervals, with every record but one acked
+        assert asyncio.run(committed_offsets(bootstrap, group, HEARD.name)).get(0) == 1
+        process.kill()
+        process.wait(timeout=30)
+        release.touch()
+        process = restart_shout_worker("tests.fakes.slow_shout_app", bootstrap, group, env, log)
+        shouted = asyncio.run(read(bootstrap, SHOUTED.name, 2 + len(after), process, log=log))
+        texts = [Utterance.from_json(value).text for _, value in shouted]
+        assert SLOW_TEXT.upper() in texts
+        deadline = time.monotonic() + 60
+        while asyncio.run(committed_offsets(bootstrap, group, HEARD.name)).get(0) != 6:
+            assert time.monotonic() < deadline, log.read_text()[-4000:]
             time.sleep(0.5)
         assert stop(process) == 0
     finally:
