@@ -196,12 +196,23 @@ def test_a_demo_of_the_whole_pipeline_runs_offline(tmp_path: Path, base_image: s
     assert (tmp_path / "demo" / "tasks" / TASK / "workspace.yaml").is_file()
     assert not [p for p in (tmp_path / "demo").iterdir() if p.name.startswith("world-")]
     assert os.path.exists(tmp_path / "demo" / "tasks" / "dataset.jsonl")
-    # the main job again in the same folder: its new world, its task exported and valid again
+    # the main job again in the same folder: its new world, its task exported and valid again;
+    # an earlier demo's task there (another language's, say), whose world is gone, is left be
+    tasks = tmp_path / "demo" / "tasks"
+    earlier = tasks / "swe-stream-demo-earlier-1"
+    shutil.copytree(tasks / TASK, earlier)
+    workspace = yaml.safe_load((earlier / "workspace.yaml").read_text())
+    workspace["instance_id"] = earlier.name
+    (earlier / "workspace.yaml").write_text(yaml.safe_dump(workspace))
+    kept = {f.name: f.read_bytes() for f in earlier.iterdir()}
     again = swe_stream(env, "demo", "--workdir", str(tmp_path / "demo"))
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert f"  {TASK}: valid; gold patch resolves: True, empty patch resolves: False" in (
         again.stdout
     )
+    assert earlier.name not in again.stdout
+    assert again.stdout.splitlines()[-1].startswith(f"demo: done: task {TASK}")
+    assert {f.name: f.read_bytes() for f in earlier.iterdir()} == kept
 
 
 @pytest.mark.kafka  # run starts Apache Kafka when no cluster is named
