@@ -16,7 +16,6 @@ from schemas.workspace import TaskWorkspace
 from streams.cli.options import Commands, Parents, one_line
 from streams.core.errors import UsageError
 from streams.core.settings import Settings
-from streams.evaluation.hf_dataset import is_hf_folder, read_hf_dataset, write_hf_dataset
 from streams.evaluation.licenses import clone_license_reader, repository_licenses
 from streams.evaluation.months import in_window, parse_time
 from streams.evaluation.taskdir import (
@@ -358,6 +357,9 @@ def _export(args: argparse.Namespace, settings: Settings) -> str:
     since, until = args.since, args.until
     if since is not None and until is not None and since >= until:
         raise ValueError(f"--since {since.isoformat()} is not before --until {until.isoformat()}")
+    # here, not at the top: pyarrow and numpy cost every other command a quarter second
+    from streams.evaluation.hf_dataset import is_hf_folder, read_hf_dataset, write_hf_dataset
+
     source: Path = args.input
     from_dataset = not source.is_dir() or is_hf_folder(source)
     if not source.is_dir():
