@@ -142,7 +142,7 @@ def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> f
     # after a rebalance, a stage's partition with nothing committed is read from its start
     seek_uncommitted_to_start(app.consumer, sources)
     # and no commit passes a record of it that is not processed
-    hold_commits_at_unprocessed_records(app.consumer)
+    hold_commits_at_unprocessed_records(app.consumer, sources)
     fetch_wait = settings.kafka.fetch_max_wait_ms
     if fetch_wait is None and profile.idempotence:  # Apache Kafka, not the embedded broker
         fetch_wait = KAFKA_FETCH_MAX_WAIT_MS

@@ -390,3 +390,36 @@ def test_a_record_acked_below_the_commit_leaves_the_consumer_idle() -> None:
     consumer.ack(fresh)
     assert in_flight_records(consumer) == [] and consumer_idle(app)
     assert read_faust_acks(consumer) == {tp: PartitionAcks(5, (6,), False)}
+
+
+@pytest.mark.unit
+def test_a_jump_of_the_fetch_counts_as_processed_only_outside_the_stage_inputs() -> None:
+    """Faust counts the offsets a fetch jumped over as a gap in the log, processed; on a stage
+    input (never compacted) they are records skipped: the commit stops below them."""
+    import faust
+    from faust.types import TP
+    from faust.types.tuples import Message
+
+    from streams.kafka.commits import hold_commits_at_unprocessed_records
+
+    app = faust.App("commits-test", broker="kafka://127.0.0.1:1")
+    consumer = app.consumer
+    hold_commits_at_unprocessed_records(consumer, {"pr.patches"})
+
+    async def read_with_a_jump(topic: str) -> list[int | None]:
+        app.topic(topic)
+        app.topics._acking_topics.add(topic)  # what subscribing the stream does
+        tp = TP(topic, 0)
+        consumer._committed_offset[tp] = 24
+        for offset in (24, 36):
+            message = Message(topic, 0, offset, 0.0, 0, None, b"k", b"v", None, tp=tp)
+            consumer.track_message(message)
+            if offset == 36:  # what Faust's fetch loop does on reading 36 right after 24
+                await consumer._add_gap(tp, 25, offset)
+            consumer.ack(message)
+        offsets = [consumer._new_offset(tp)]
+        consumer._committed_offset[tp] = offsets[0]
+        return [*offsets, consumer._new_offset(tp)]
+
+    assert asyncio.run(read_with_a_jump("pr.patches")) == [25, None]  # 25..35 read again
+    assert asyncio.run(read_with_a_jump("pr.scored"))[0] == 37  # Faust's own rule: past them
