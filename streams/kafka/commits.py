@@ -118,14 +118,17 @@ def hold_commits_at_unprocessed_records(consumer: Any, streams: Collection[str])
         if tp.topic not in streams:
             await add_gap(tp, offset_from, offset_to)
             return
-        log.warning(
-            "%s[%d]: the fetch jumped to offset %d past records from offset %d: they are "
-            "not counted as processed, and are read again",
-            tp.topic,
-            tp.partition,
-            offset_to,
-            offset_from,
-        )
+        # a jump from a read offset older than the commit skips nothing: said only otherwise
+        skipped_from = max(offset_from, consumer._committed_offset.get(tp) or 0)
+        if skipped_from < offset_to:
+            log.warning(
+                "%s[%d]: the fetch jumped to offset %d past records from offset %d: they are "
+                "not counted as processed, and are read again",
+                tp.topic,
+                tp.partition,
+                offset_to,
+                skipped_from,
+            )
 
     def new_offset_after_processed_records(tp: Any) -> int | None:
         acked = consumer._acked.get(tp)
