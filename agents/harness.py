@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from schemas import AgentSpec, ExportedTask, HarnessRequest, HarnessResult
 from schemas.harness import CommandResult, HarnessStatus, TaskEvaluation
 from schemas.workspace import task_dir_name
 from streams.core.errors import DOCKER, ServiceUnavailable
-from streams.core.settings import DEFAULT_REGISTRIES, HarnessSettings
+from streams.core.settings import HarnessSettings
 from streams.evaluation.harness import HarnessEngine, HarnessOptions, safe_name
 from streams.evaluation.sandbox import Limits
 from streams.evaluation.validator import Validator
@@ -56,7 +57,7 @@ class HarnessHandler:
         output_dir: Path | None = None,
         isolate_tests: bool = False,
         model_endpoints: tuple[tuple[str, int], ...] = (),
-        registries: tuple[str, ...] = DEFAULT_REGISTRIES,
+        registries: Sequence[str] | None = None,
     ):
         self.tasks_dir = tasks_dir
         self.isolate_tests = isolate_tests
@@ -80,7 +81,7 @@ class HarnessHandler:
             test_timeout_seconds=request.test_timeout_seconds,
             agent_network=agent.network,
             model_endpoints=self.model_endpoints,
-            registries=self.registries,
+            registries=None if self.registries is None else tuple(self.registries),
             agent_env=dict(agent.env),
             output_dir=_request_dir(self.output_dir, request.request_id)
             if self.output_dir
@@ -166,7 +167,7 @@ def harness_stages(
     limits: Limits,
     pipeline_version: int,
     model_endpoints: tuple[tuple[str, int], ...] = (),
-    registries: tuple[str, ...] = DEFAULT_REGISTRIES,
+    registries: Sequence[str] | None = None,
 ) -> list[Stage[Any]]:
     """``harness`` (requests) and, with an agent configured, ``harness-exported``
     (``model_endpoints``, ``registries``: what an agent's door lets through)."""

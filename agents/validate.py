@@ -312,7 +312,7 @@ def proven_by(outcome: Outcome) -> str:
     config, generated = task.install_config, " generated" if task.tests_generated else ""
     on = ""
     if config is not None:
-        version = f" {config.python}" if config.python else ""
+        version = "".join(f" {v}" for v in config.toolchain_versions.values())
         on = f", {config.test_runner} on {config.language}{version}"
     return (
         f"{len(task.FAIL_TO_PASS)} FAIL_TO_PASS and {len(task.PASS_TO_PASS)} PASS_TO_PASS"

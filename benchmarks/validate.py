@@ -52,7 +52,7 @@ async def main_async(rounds: int, runs: int, base_image: str) -> None:
                 lambda: client,
                 DockerSettings(
                     base_image=base_image,
-                    python_images={"3.11": base_image},
+                    toolchain_images={"python": {"3.11": base_image}},
                     cache_level="instance",
                 ),
                 ValidateSettings(runs=runs),

@@ -68,6 +68,7 @@ from streams.evaluation.environments import LABEL as LAYER_LABEL
 from streams.evaluation.environments import EnvironmentBuilder
 from streams.evaluation.failures import cause_of
 from streams.evaluation.images import base_image_exists
+from streams.evaluation.recipes.languages import configured_images
 from streams.evaluation.recipes.memory import interpreter_fields
 from streams.evaluation.recipes.model import InstallRecipe
 from streams.evaluation.validator import docker_from_env
@@ -194,12 +195,10 @@ def _row(key: str, repo: str, entries: list[LedgerEntry], task: ValidatedTask | 
     if task is not None:
         config = task.install_config
         if config is not None:
-            row.python, row.recipe = config.python, ",".join(config.recipe)
+            row.python, row.recipe = config.version("python"), ",".join(config.recipe)
             row.language, row.test_runner = config.language, config.test_runner
-            ran_on = InstallRecipe(
-                config.language, python=config.python, sources=tuple(config.recipe)
-            )
-            row.node = interpreter_fields(ran_on).get("node")
+            ran_on = InstallRecipe(config.language, sources=tuple(config.recipe))
+            row.node = config.version("node") or interpreter_fields(ran_on).get("node")
         row.fail_to_pass, row.pass_to_pass = len(task.FAIL_TO_PASS), len(task.PASS_TO_PASS)
         row.seconds = round(task.validation.duration_seconds, 1)
     elif validate:
@@ -386,7 +385,8 @@ def prepare_tools_layers() -> None:
     client = docker_from_env()
     docker = DockerSettings()
     builder = EnvironmentBuilder(client, docker.base_image, package_cache=docker.package_cache)
-    for tag in dict.fromkeys([*docker.python_images.values(), *docker.node_images.values()]):
+    images = configured_images(docker.toolchain_images)
+    for tag in dict.fromkeys(tag for versions in images.values() for tag in versions.values()):
         if base_image_exists(client, tag):
             builder.tools_image(tag)
 

@@ -37,6 +37,7 @@ __all__ = [
     "Record",
     "RepoName",
     "SubRecord",
+    "ToolchainVersions",
     "gharchive_hour",
     "instance_id_for",
     "ledger_key",
@@ -173,6 +174,59 @@ class SubRecord(BaseModel):
     """Base of nested value objects: strict about unknown fields, no versions of their own."""
 
     model_config = ConfigDict(extra="forbid", frozen=False, str_strip_whitespace=False)
+
+
+TOOLCHAIN_NAME = r"^[a-z][a-z0-9_]*$"
+TOOLCHAIN_VERSION = r"^[0-9][0-9A-Za-z.+~-]{0,31}$"
+_TOOLCHAIN_NAME_RE = re.compile(TOOLCHAIN_NAME)
+_TOOLCHAIN_VERSION_RE = re.compile(TOOLCHAIN_VERSION)
+
+
+def _toolchain_keys_schema(schema: dict[str, Any]) -> None:
+    schema["additionalProperties"] = {
+        "anyOf": [{"type": "string", "pattern": TOOLCHAIN_VERSION}, {"type": "null"}]
+    }
+    schema["propertyNames"] = {"pattern": TOOLCHAIN_NAME}
+
+
+class ToolchainVersions(BaseModel):
+    """A model whose other keys are toolchain versions, each under its toolchain's name
+    (``python: "3.11"``, ``rust: "1.85"``): the languages are plugins, so no field names one.
+    Which toolchains exist and how each writes its versions is the language registry's to
+    check (``recipes.overrides``); here a key must look like a name and its value like a
+    version, so a misspelt field still fails."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra=_toolchain_keys_schema)
+
+    @model_validator(mode="after")
+    def _toolchain_keys(self) -> Self:
+        for key, value in (self.model_extra or {}).items():
+            if not _TOOLCHAIN_NAME_RE.match(key):
+                problem = "unknown field"
+            elif value is None or (isinstance(value, str) and _TOOLCHAIN_VERSION_RE.match(value)):
+                continue
+            elif isinstance(value, str):
+                problem = f"unknown field, or a toolchain version that is none ({value!r})"
+            else:
+                problem = (
+                    f"unknown field, or a toolchain version that is no string ({value!r}: "
+                    'quote it in YAML, "3.10" and not 3.10)'
+                )
+            context = {"key": key, "problem": problem}
+            error = PydanticCustomError("unknown_field", "{key}: {problem}", context)
+            raise ValidationError.from_exception_data(
+                type(self).__name__, [{"type": error, "loc": (key,), "input": value}]
+            )
+        return self
+
+    @property
+    def toolchain_versions(self) -> dict[str, str]:
+        """The toolchain versions it names, by toolchain."""
+        return {k: v for k, v in (self.model_extra or {}).items() if isinstance(v, str)}
+
+    def version(self, toolchain: str) -> str | None:
+        """The version of ``toolchain`` it names, or None."""
+        return self.toolchain_versions.get(toolchain)
 
 
 class Record(BaseModel):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import AwareDatetime, Field
+from pydantic import AwareDatetime, ConfigDict, Field
 
-from schemas.base import GitSha, NonEmptyStr, Record, RepoName
+from schemas.base import GitSha, NonEmptyStr, Record, RepoName, ToolchainVersions
 
 __all__ = ["RecipeSource", "RememberedRecipe", "recipe_key"]
 
@@ -20,25 +20,23 @@ def recipe_key(repo: str, fingerprint: str) -> str:
     return f"{repo}@{fingerprint}"
 
 
-class RememberedRecipe(Record):
+class RememberedRecipe(ToolchainVersions, Record):
     """recipes.memory (compacted, key owner/repo@fingerprint): a recipe that ran the tests."""
 
     # Tried first for the repository's later PRs: those whose dependency files hash the same,
-    # then its others. The recipe is a change to what inference makes for the chosen Python
-    # (or Node major, for JavaScript / TypeScript), field by field, as an override is (None:
-    # inference's own value): a heuristic recipe that worked is only its interpreter; an
-    # agent's or a person's adds what inference could not know.
+    # then its others. The recipe is a change to what inference makes for the toolchain
+    # version it ran on (a key of its own, named after the toolchain: ``ToolchainVersions``),
+    # field by field, as an override is (None: inference's own value): a heuristic recipe that
+    # worked is only its toolchain version; an agent's or a person's adds what inference could
+    # not know.
+
+    model_config = ConfigDict(**{**Record.model_config, **ToolchainVersions.model_config})
 
     SCHEMA_VERSION: ClassVar[int] = 1
 
     repo: RepoName
     fingerprint: str = Field(pattern=r"^[0-9a-f]{16}$", description="of the dependency files")
     source: RecipeSource
-    python: str | None = Field(None, pattern=r"^3\.\d+$")
-    node: str | None = Field(None, pattern=r"^\d+$", description="a JS/TS recipe's Node major")
-    go: str | None = Field(None, pattern=r"^1\.\d+$", description="a Go recipe's go image")
-    rust: str | None = Field(None, pattern=r"^1\.\d+$", description="a Rust recipe's rustc image")
-    java: str | None = Field(None, pattern=r"^\d+$", description="a Java recipe's JDK image")
     system_packages: list[NonEmptyStr] | None = None
     env: list[NonEmptyStr] | None = None
     install: list[NonEmptyStr] | None = None

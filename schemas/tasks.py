@@ -21,6 +21,7 @@ from schemas.base import (
     NonEmptyStr,
     PullRequestRecord,
     SubRecord,
+    ToolchainVersions,
 )
 from schemas.pull_requests import Difficulty
 from schemas.swebench import SWEBenchFields, SWEBenchInstance
@@ -79,8 +80,8 @@ class ValidationReport(SubRecord):
 
     never_fail_to_pass: list[str] = Field(
         default_factory=list,
-        description="Tests of the after-runs whose id a patch may change (a Rust doc test is "
-        "named by its line): never FAIL_TO_PASS, as their language says.",
+        description="Tests of the after-runs whose id a patch may change (a doc test named "
+        "by its line): never FAIL_TO_PASS, as their language says.",
     )
 
     def fail_to_pass(self) -> list[str]:
@@ -134,8 +135,12 @@ def fails_without_fix(
     return status in ("failed", "error")
 
 
-class InstallConfig(SubRecord):
-    """How the task's environment was made and its tests run (SWE-bench's install config)."""
+class InstallConfig(ToolchainVersions, SubRecord):
+    """How the task's environment was made and its tests run (SWE-bench's install config);
+    the toolchain version the tests ran on under its toolchain's name (``python: "3.11"``,
+    as SWE-bench's specs write it; ``rust: "1.85"``)."""
+
+    model_config = ConfigDict(**{**SubRecord.model_config, **ToolchainVersions.model_config})
 
     language: NonEmptyStr
     base_image: NonEmptyStr
@@ -143,7 +148,6 @@ class InstallConfig(SubRecord):
     instance_image: NonEmptyStr
     install_commands: list[str] = Field(default_factory=list)
     test_command: NonEmptyStr
-    python: str | None = None  # major.minor the tests ran on
     test_runner: str = "pytest"
     system_packages: list[str] = Field(default_factory=list)
     env_commands: list[str] = Field(default_factory=list)  # the env image's install steps

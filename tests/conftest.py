@@ -340,9 +340,9 @@ def python_images(docker_client: Any) -> dict[str, str]:
     built by .ci/run)."""
     import docker.errors
 
-    from streams.core.settings import DockerSettings
+    from streams.evaluation.recipes.languages import configured_images
 
-    images = DockerSettings().python_images
+    images = configured_images()["python"]
     for python, tag in images.items():
         try:
             docker_client.images.get(tag)
@@ -354,14 +354,14 @@ def python_images(docker_client: Any) -> dict[str, str]:
 
 
 def built_toolchain_images(docker_client: Any, toolchain: str) -> dict[str, str]:
-    """The images of ``toolchain``'s versions validation picks from (its default
-    ``docker.<toolchain>_images``), each on the engine (`swe-stream images base --toolchains`,
+    """The images of ``toolchain``'s versions validation picks from (its language's own,
+    ``configured_images``), each on the engine (`swe-stream images base --toolchains`,
     run by .ci/prepare)."""
     import docker.errors
 
-    from streams.core.settings import DockerSettings
+    from streams.evaluation.recipes.languages import configured_images
 
-    images: dict[str, str] = getattr(DockerSettings(), f"{toolchain}_images")
+    images = configured_images()[toolchain]
     for version, tag in images.items():
         try:
             docker_client.images.get(tag)

@@ -46,7 +46,10 @@ def export_demo_task(
         (patches,) = (await Extract(repos, ExtractSettings(), 1)(classified_for(pr))).outputs
         assert isinstance(patches, PatchSet)
         docker = DockerSettings(
-            base_image=base_image, python_images={"3.11": base_image}, memory_mb=1024, cpus=1
+            base_image=base_image,
+            toolchain_images={"python": {"3.11": base_image}},
+            memory_mb=1024,
+            cpus=1,
         )
         check = ValidateStage(
             Validator(repos, lambda: docker_client, docker, ValidateSettings(runs=1), 1)
@@ -81,7 +84,10 @@ def engine_for(
 ) -> HarnessEngine:
     root, pr, _ = made
     docker = DockerSettings(
-        base_image=base_image, python_images={"3.11": base_image}, memory_mb=1024, cpus=1
+        base_image=base_image,
+        toolchain_images={"python": {"3.11": base_image}},
+        memory_mb=1024,
+        cpus=1,
     )
     repos = RepoCache(root / "cache", pr.url_template)
     validator = Validator(repos, lambda: docker_client, docker, ValidateSettings(), 1)

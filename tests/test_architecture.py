@@ -8,7 +8,8 @@
 - recipes: no module of ``streams/evaluation/recipes/`` imports Docker or the engine
   (``ENGINE_MODULES``): the recipe model and the readers are pure;
 - languages: nothing outside ``recipes/languages/<language>/`` names a language's runners or
-  its project files (``Language.vocabulary``; the one check that imports the registry).
+  its project files (``Language.vocabulary``), and the settings, the overrides and the
+  schemas name no language at all (``LANGUAGE_FREE``; the checks that import the registry).
 
 Every import counts: inside functions, under ``if TYPE_CHECKING:``, relative ones.
 """
@@ -107,6 +108,12 @@ ENGINE_MODULES = (
 # the offline world makes repositories of every language; the Kafka broker is fetched with Maven
 # (a tool of its own there, not Java's recipes)
 NAMES_ALLOWED_IN = (Path("streams/offline"), Path("streams/kafka/apache_install.py"))
+# modules where no language is named at all (its name, its other names, its toolchain): a
+# language declares its images, versions, override keys and registries itself, so a plugin
+# needs no field of its own in the settings, the overrides or the records
+LANGUAGE_FREE = (Path("streams/core/settings.py"), RECIPES / "overrides.py", Path("schemas"))
+# how the project's own modules are run, which names the interpreter, not a language mined
+PROJECT_COMMAND = re.compile(r"\bpython -m ")
 CLI_ROOT = Path("streams/cli/main.py")
 MAX_CLI_ROOT_LINES = 150
 
@@ -407,6 +414,42 @@ def test_only_a_languages_folder_names_its_runners_and_files() -> None:
     assert not offenders, "outside their language's folder:\n" + "\n".join(offenders)
 
 
+def language_names(source: str, words: frozenset[str]) -> list[tuple[int, str]]:
+    """Where ``source`` names one of ``words`` (language names, lower case) in any case, but
+    in the command that runs one of the project's own modules."""
+    return named(PROJECT_COMMAND.sub("", source.lower()), words)
+
+
+def language_free_files() -> list[Path]:
+    return [
+        path
+        for path in project_files("streams", "agents", "schemas")
+        if any(
+            relative(path) == free or relative(path).is_relative_to(free) for free in LANGUAGE_FREE
+        )
+    ]
+
+
+@pytest.mark.unit
+def test_settings_overrides_and_schemas_name_no_language() -> None:
+    from streams.evaluation.recipes.languages import languages
+
+    words = frozenset(
+        word.lower()
+        for language in languages()
+        for word in (language.name, *language.spellings, language.toolchain or "")
+        if word
+    )
+    files = language_free_files()
+    assert len(files) >= 5 and {"go", "python"} <= words  # the check looked at something
+    offenders = [
+        f"{relative(path)}:{line} names {word!r}"
+        for path in files
+        for line, word in language_names(read(path), words)
+    ]
+    assert not offenders, "a language named where none may be:\n" + "\n".join(offenders)
+
+
 @pytest.mark.unit
 def test_the_cli_root_is_small() -> None:
     lines = len(read(ROOT / CLI_ROOT).splitlines())
@@ -524,6 +567,20 @@ def test_the_engine_import_checker_reports_docker_in_a_recipe_module() -> None:
         "streams.evaluation.environments",
     ]
     assert engine_imports(ROOT / "streams/evaluation/validator.py", source) == []
+
+
+@pytest.mark.unit
+def test_the_language_name_checker_sees_a_field_a_description_and_a_key() -> None:
+    source = (
+        '"""Settings of Rust, in a docstring."""\n'
+        "class Docker:\n"
+        "    rust_images: dict[str, str] = {}\n"
+        '    base: str = Field("b", description="for Go modules")\n'
+        'KEYS = {"java": 1}\n'
+        'RUN = "python -m schemas --check"\n'
+    )
+    words = frozenset({"rust", "go", "java", "python"})
+    assert language_names(source, words) == [(3, "rust"), (4, "go"), (5, "java")]
 
 
 @pytest.mark.unit

@@ -24,7 +24,7 @@ from streams.cli.options import Commands, Parents, interactive
 from streams.core.settings import Settings
 from streams.evaluation.harness import HarnessEngine, HarnessOptions, evaluate_all
 from streams.evaluation.images import ensure_base_image, ensure_toolchain_image
-from streams.evaluation.recipes.languages import language_named
+from streams.evaluation.recipes.languages import configured_images, language_named
 from streams.evaluation.sandbox import Limits
 from streams.evaluation.taskdir import WORKSPACE, load_workspace
 from streams.evaluation.validator import validate_task_dirs
@@ -79,7 +79,7 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     if not problem and toolchain and language is not None and language.toolchain_images:
         problem = ensure_toolchain_image(
             toolchain,
-            getattr(settings.docker, f"{toolchain}_images", {}),
+            configured_images(settings.docker.toolchain_images).get(toolchain, {}),
             settings.docker.base_image,
         )
     if problem:

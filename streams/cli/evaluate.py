@@ -53,7 +53,7 @@ from streams.evaluation.predictions import (
 )
 from streams.evaluation.publish import publish_tasks
 from streams.evaluation.publish import summary_line as push_summary
-from streams.evaluation.recipes.languages import toolchains
+from streams.evaluation.recipes.languages import configured_images
 from streams.evaluation.registry import RegistryError
 from streams.evaluation.sandbox import Limits, remove_labelled
 from streams.evaluation.taskdir import WORKSPACE, find_task_dirs, load_workspace
@@ -329,7 +329,11 @@ def cmd_harness(args: argparse.Namespace, settings: Settings) -> int:
         test_timeout_seconds=args.test_timeout,
         agent_network=network,
         model_endpoints=endpoints,
-        registries=tuple(settings.setup_agent.registries),
+        registries=(
+            None
+            if settings.setup_agent.registries is None
+            else tuple(settings.setup_agent.registries)
+        ),
         agent_env={name: os.environ[name] for name in args.agent_env},
         keep_containers=args.keep_containers,
         output_dir=args.output,
@@ -517,14 +521,11 @@ def cmd_images_push(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_images_list(args: argparse.Namespace, settings: Settings) -> int:
-    """``swe-stream images list``: every toolchain's images (``docker.<toolchain>_images``),
-    present or missing; exit 1 when one is missing."""
+    """``swe-stream images list``: every toolchain's images (its language's own, or the
+    settings' ``docker.toolchain_images``), present or missing; exit 1 when one is missing."""
     import docker
 
-    configured = {
-        toolchain: getattr(settings.docker, f"{toolchain}_images", None) or {}
-        for toolchain in toolchains()
-    }
+    configured = configured_images(settings.docker.toolchain_images)
     try:
         client = docker.from_env(timeout=60)
         listed = list_images(client, configured)

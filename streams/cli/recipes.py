@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from schemas import RememberedRecipe
 from streams.cli.options import Commands, Parents
 from streams.core.settings import Settings, safe_load_yaml
-from streams.evaluation.recipes.memory import CHANGE_FIELDS, OVERRIDE_FIELDS, RecipeTable
+from streams.evaluation.recipes.memory import CHANGE_FIELDS, RecipeTable, override_fields
 from streams.pipeline.recipe_memory import publish_recipes, read_recipes
 from streams.runtime.topology import recipe_table
 
@@ -95,10 +95,11 @@ def _entries(args: argparse.Namespace, settings: Settings) -> list[RememberedRec
 
 
 def summary(entry: RememberedRecipe) -> str:
-    """One line: repository, fingerprint, source, interpreter (Python, or a JavaScript /
-    TypeScript recipe's Node major), what it changes, where it worked."""
+    """One line: repository, fingerprint, source, toolchain version (``rust 1.85``; ``-``
+    where inference picks it per PR), what it changes, where it worked."""
     changed = [f for f in CHANGE_FIELDS if getattr(entry, f) is not None]
-    interpreter = f"node {entry.node}" if entry.node else f"python {entry.python or '-'}"
+    named = entry.model_extra or {}  # a toolchain named with no version: picked per PR
+    interpreter = " ".join(f"{name} {version or '-'}" for name, version in named.items()) or "-"
     return (
         f"{entry.repo:40} {entry.fingerprint} {entry.source:9} {interpreter:12} "
         f"v{entry.pipeline_version} {entry.tests:5} tests  {entry.verified_at:%Y-%m-%d %H:%M}  "
@@ -145,7 +146,7 @@ def read_entries(path: Path, pipeline_version: int, table: RecipeTable) -> list[
 
 
 def _same_recipe(a: RememberedRecipe, b: RememberedRecipe) -> bool:
-    return all(getattr(a, f) == getattr(b, f) for f in OVERRIDE_FIELDS)
+    return override_fields(a) == override_fields(b)
 
 
 def _import(args: argparse.Namespace, settings: Settings) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
@@ -129,7 +130,7 @@ class KafkaSettings(Section):
     local_broker: Literal["auto", "embedded", "apache"] = Field(
         "auto",
         description="the broker a command starts when no bootstrap is named: auto = `run` "
-        "starts Apache Kafka with its storage in worker.data_dir/kafka when Java is here "
+        "starts Apache Kafka with its storage in worker.data_dir/kafka when a JDK is here "
         "(nothing is lost when it restarts), every other command the embedded broker",
     )
     apache_version: str = Field(
@@ -274,7 +275,7 @@ class EnrichSettings(Section):
         # validate rejects them
         None,
         description="repository languages kept (GitHub names); unset = every language "
-        "validation knows (Python, JavaScript, TypeScript, Go and installed plugins'); empty = all",
+        "validation knows (the registered languages, installed plugins' too); empty = all",
     )
     min_stars: int = Field(20, ge=0)
     min_files: int = Field(1, ge=0)
@@ -335,60 +336,22 @@ class ScoreSettings(Section):
     min_quality: float = Field(0.5, ge=0, le=1, description="tasks scoring below are rejected")
 
 
+# a toolchain's images under their name of old (``rust_images``), in a file or the environment
+TOOLCHAIN_IMAGES_KEY = re.compile(r"^(?!toolchain_images$)([a-z][a-z0-9]*)_images$")
+
+
 class DockerSettings(Section):
     base_image: str = Field(
         "swe-stream/base:bookworm",
-        description="the default image (Python 3.11), for repositories of no known Python",
+        description="the default image, for recipes whose toolchain has no image of its own",
     )
-    python_images: dict[str, str] = Field(
-        default_factory=lambda: {
-            "3.9": "swe-stream/base:bullseye",
-            "3.11": "swe-stream/base:bookworm",
-            "3.13": "swe-stream/base:trixie",
-            "3.14": "swe-stream/base:forky",
-        },
-        description="base image per Python version (major.minor); validation picks one per "
-        "repository",
-    )
-    node_images: dict[str, str] = Field(
-        default_factory=lambda: {
-            "18": "swe-stream/node:bookworm",
-            "20": "swe-stream/node:trixie",
-            "24": "swe-stream/node:forky",
-        },
-        description="base image per Node.js major (Debian's nodejs of each suite; built by "
-        "`swe-stream images base --node`); validation of JavaScript / TypeScript picks one",
-    )
-    go_images: dict[str, str] = Field(
-        default_factory=lambda: {
-            "1.19": "swe-stream/go:bookworm",
-            "1.24": "swe-stream/go:trixie",
-            "1.27": "swe-stream/go:forky",
-        },
-        description="image per go (major.minor: Debian's golang of each suite; built by "
-        "`swe-stream images base --toolchains`); validation of Go picks one, and fetches a "
-        "newer toolchain through the module proxy over the newest where the module asks for it",
-    )
-    rust_images: dict[str, str] = Field(
-        default_factory=lambda: {
-            "1.63": "swe-stream/rust:bookworm",
-            "1.85": "swe-stream/rust:trixie",
-            "1.97": "swe-stream/rust:forky",
-        },
-        description="image per Rust (major.minor: Debian's Rust toolchain of each suite; built "
-        "by `swe-stream images base --toolchains`); validation of Rust picks one that meets the "
-        "crate's rust-version, edition and toolchain file",
-    )
-    java_images: dict[str, str] = Field(
-        default_factory=lambda: {
-            "11": "swe-stream/java:bullseye",
-            "17": "swe-stream/java:bookworm",
-            "21": "swe-stream/java:trixie",
-            "25": "swe-stream/java:forky",
-        },
-        description="image per JDK (major: Debian's OpenJDK and Maven of each suite; built by "
-        "`swe-stream images base --toolchains`); validation of Java picks the oldest that "
-        "compiles the build's Java level",
+    toolchain_images: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="image per version of a toolchain, by toolchain (a language's, a plugin's "
+        "too: `swe-stream images list` names them): {<toolchain>: {<version>: <image>}}; a "
+        "toolchain named here has these images alone, the others their language's own "
+        "(Debian's toolchain of each suite, built by `swe-stream images base --toolchains`). "
+        "Also written `<toolchain>_images: {...}` (SWE_STREAM_DOCKER_<TOOLCHAIN>_IMAGES)",
     )
     cache_level: Literal["none", "base", "env", "instance"] = Field(
         "env", description="image layers kept after a task (as SWE-bench's --cache_level)"
@@ -405,11 +368,23 @@ class DockerSettings(Section):
     cpus: float = Field(2.0, gt=0)
     pids_limit: int = Field(512, ge=16)
 
-    def image_for(self, python: str | None) -> str:
-        """The base image of Python ``python`` (major.minor); ``base_image`` if None/unknown."""
-        if python is None:
-            return self.base_image
-        return self.python_images.get(python, self.base_image)
+    @model_validator(mode="before")
+    @classmethod
+    def _toolchain_images_by_name(cls, data: Any) -> Any:
+        # ``<toolchain>_images`` (the settings' names before toolchains were plugins) is one
+        # toolchain's entry of ``toolchain_images``: a key per toolchain, none named here
+        if not isinstance(data, dict):
+            return data
+        named = {k: v for k, v in data.items() if TOOLCHAIN_IMAGES_KEY.match(k)}
+        if not named:
+            return data
+        merged = dict(data.get("toolchain_images") or {})
+        for key, value in named.items():
+            if isinstance(value, str):  # from the environment: JSON
+                value = json.loads(value)
+            merged.setdefault(TOOLCHAIN_IMAGES_KEY.match(key)[1], value)  # type: ignore[index]
+        rest = {k: v for k, v in data.items() if k not in named}
+        return {**rest, "toolchain_images": merged}
 
 
 class ExtractSettings(Section):
@@ -419,6 +394,9 @@ class ExtractSettings(Section):
     repos_dir: Path | None = Field(
         None, description="partial clones, reused across PRs; unset = <worker.data_dir>/repos"
     )
+
+
+ATTEMPTS_KEY = re.compile(r"^max_(?!toolchain_)[a-z][a-z0-9]*_attempts$")
 
 
 class ValidateSettings(Section):
@@ -431,9 +409,24 @@ class ValidateSettings(Section):
         "(one more than the cores, one per 4 GiB, at most 8): an image build waits on the "
         "network while another PR's tests use the CPU",
     )
-    max_python_attempts: int = Field(
-        2, ge=1, description="Pythons tried per PR when installing or collecting fails"
+    max_toolchain_attempts: int = Field(
+        2,
+        ge=1,
+        description="toolchain versions (recipes) tried per PR when installing or collecting "
+        "fails; also written max_<toolchain>_attempts, its name of old",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _attempts_by_name(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        named = [k for k in data if ATTEMPTS_KEY.match(k)]
+        rest = {k: v for k, v in data.items() if k not in named}
+        if named and "max_toolchain_attempts" not in rest:
+            rest["max_toolchain_attempts"] = data[named[0]]
+        return rest
+
     overrides_file: Path | None = Field(
         None, description="per-repository install/test overrides (YAML; they win over inference)"
     )
@@ -518,12 +511,9 @@ class TestgenSettings(Section):
     )
 
 
-# the hosts an environment-setup agent's sandbox may reach (through its proxy): the package
-# registries, nothing else
-DEFAULT_REGISTRIES = (
-    "pypi.org", "files.pythonhosted.org", "*.pythonhosted.org", "deb.debian.org",
-    "security.debian.org", "*.debian.org", "registry.npmjs.org", "proxy.golang.org",
-)  # fmt: skip
+# the hosts of Debian's archive, which every image's apt reaches; the languages' package
+# registries are each language's own (``Language.registries``)
+DEBIAN_REGISTRIES = ("deb.debian.org", "security.debian.org", "*.debian.org")
 
 
 class SetupAgentSettings(Section):
@@ -558,10 +548,11 @@ class SetupAgentSettings(Section):
         description="what the agent's commands may write in all (checked after every command; "
         "past it the agent stops); each file is also bounded by it",
     )
-    registries: StrList = Field(
-        default_factory=lambda: list(DEFAULT_REGISTRIES),
+    registries: StrList | None = Field(
+        None,
         description="hosts its sandbox may reach through its proxy (name or *.suffix); "
-        "nothing else of the network or of the host is",
+        "nothing else of the network or of the host is; unset = Debian's archive and every "
+        "registered language's package registries",
     )
 
 

@@ -53,7 +53,8 @@ from types import TracebackType
 from typing import Any
 
 from streams.core import metrics
-from streams.core.settings import DEFAULT_REGISTRIES
+from streams.core.settings import DEBIAN_REGISTRIES
+from streams.evaluation.recipes.languages import registries
 from streams.evaluation.sandbox import LABEL, OWNER_LABEL, Sandbox, owner_label, tar_files
 
 log = logging.getLogger("swe_stream.egress")
@@ -170,6 +171,15 @@ def model_endpoints(named: Sequence[str], base_url: str) -> tuple[tuple[str, int
     return tuple(endpoint(text) for text in named) if named else (endpoint(base_url),)
 
 
+def package_registries(configured: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The hosts a sandbox of the package registries may reach: ``configured`` (the settings'
+    ``setup_agent.registries``) when given, else Debian's archive and every registered
+    language's registries (``Language.registries``)."""
+    if configured is not None:
+        return tuple(configured)
+    return tuple(dict.fromkeys([*DEBIAN_REGISTRIES, *registries()]))
+
+
 class RegistryEgress:
     """The proxy container and its socket volume; use as a context manager, then pass
     ``sandbox_options`` to the ``Sandbox`` and ``attach`` it once it is entered."""
@@ -178,7 +188,7 @@ class RegistryEgress:
         self,
         client: Any,
         image: str,
-        allowed_hosts: Sequence[str] = DEFAULT_REGISTRIES,
+        allowed_hosts: Sequence[str] | None = None,
         *,
         allowed_ports: Sequence[int] = (80, 443),
         trusted: Sequence[tuple[str, int]] = (),
@@ -186,7 +196,8 @@ class RegistryEgress:
     ):
         self.client = client
         self.image = image  # any image with python3
-        self.allowed_hosts = tuple(_valid_host(h) for h in allowed_hosts)
+        hosts = package_registries() if allowed_hosts is None else allowed_hosts
+        self.allowed_hosts = tuple(_valid_host(h) for h in hosts)
         self.allowed_ports = tuple(int(p) for p in allowed_ports)
         # (host, port) endpoints the user named (a model server on the local network): on any
         # port and any address; the pinning of names still applies

@@ -64,7 +64,6 @@ from schemas.harness import (
 from schemas.workspace import TaskWorkspace
 from streams.core import metrics
 from streams.core.progress import PROGRESS
-from streams.core.settings import DEFAULT_REGISTRIES
 from streams.evaluation.egress import RegistryEgress
 from streams.evaluation.harness_status import (
     AgentRun,
@@ -128,7 +127,8 @@ class HarnessOptions:
     # egress door (the container itself has no network); all: the bridge
     agent_network: AgentNetwork = "none"
     model_endpoints: tuple[tuple[str, int], ...] = ()  # (host, port) reached under "model"
-    registries: tuple[str, ...] = DEFAULT_REGISTRIES  # reached under "registries"
+    # reached under "registries" (None: Debian's and every language's, ``package_registries``)
+    registries: tuple[str, ...] | None = None
     agent_env: dict[str, str] = field(default_factory=dict)  # only what the user named
     keep_containers: bool = False
     output_dir: Path | None = None  # report.json, model.patch and logs per task

@@ -53,7 +53,7 @@ def task_checks(task: TaskWorkspace, environment: Environment, isolate: bool = F
         f2p = [check_command(base, runner, t) for t in f2p_ids]
         p2p = [check_command(base, runner, t) for t in p2p_ids]
     ids = f2p_ids + p2p_ids
-    files = [file_of(t) for t in ids]
+    files = [file_of(t, environment.recipe.language) for t in ids]
     one_run = (
         not isolate
         and bool(ids)

@@ -537,7 +537,7 @@ class ListedImage:
 
 def list_images(client: Any, configured: Mapping[str, Mapping[str, str]]) -> list[ListedImage]:
     """The images of every toolchain's versions (``configured``: toolchain -> version -> tag,
-    as ``docker.<toolchain>_images`` give them), each as the engine has it or missing."""
+    as ``configured_images`` gives them), each as the engine has it or missing."""
     import docker.errors
 
     listed = []
@@ -601,7 +601,7 @@ def ensure_toolchain_image(toolchain: str, tags: Mapping[str, str], base_image: 
     finally:
         client.close()
     return (
-        f"no {toolchain} image (docker.{toolchain}_images) exists: run `swe-stream images base "
+        f"no {toolchain} image (docker.toolchain_images) exists: run `swe-stream images base "
         f"--toolchains`"
     )
 

@@ -66,6 +66,7 @@ from streams.evaluation.reasons import (
     tail,
 )
 from streams.evaluation.recipes.languages import language_named, runner_owner
+from streams.evaluation.recipes.memory import interpreter_fields
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 from streams.evaluation.sandbox import Limits, Sandbox
 
@@ -278,7 +279,8 @@ class Prover:
         SWE-bench does: hidden tests applied after it, then every FAIL_TO_PASS and
         PASS_TO_PASS test must pass."""
         tests = fail_to_pass + pass_to_pass
-        files = sorted({file_of(test) or test for test in tests})
+        language = environment.recipe.language
+        files = sorted({file_of(test, language) or test for test in tests})
         command = test_command(environment.recipe.test_command, files)
         with environment.sandbox(self.limits, RUN_VARIABLES) as box:
             box.put_files(
@@ -412,7 +414,7 @@ class Prover:
                 instance_image=environment.instance.tag,
                 install_commands=list(recipe.install_commands),
                 test_command=recipe.test_command,
-                python=recipe.python,
+                **interpreter_fields(recipe),
                 test_runner=recipe.test_runner,
                 system_packages=list(recipe.system_packages),
                 env_commands=list(recipe.env_commands),

@@ -25,8 +25,8 @@ from streams.evaluation.reasons import UNSUPPORTED, ValidationFailed
 from streams.evaluation.recipes.infer import NO_RUNNER, Inputs, infer_recipes, runnable
 from streams.evaluation.recipes.languages import (
     Language,
+    configured_images,
     language_of,
-    languages,
     toolchains,
     version_key,
 )
@@ -39,7 +39,6 @@ from streams.evaluation.recipes.memory import (
 )
 from streams.evaluation.recipes.model import InstallRecipe, RecipeOrigin, TreeFiles
 from streams.evaluation.recipes.overrides import (
-    INTERPRETER_FIELDS,
     WRONG_INTERPRETER,
     Overrides,
     RepositoryOverride,
@@ -95,7 +94,7 @@ class RecipeChooser:
     ) -> tuple[TreeFiles, list[InstallRecipe]]:
         """Blocking: clone (or reuse) ``repo`` and the recipes to try at ``base_commit``, best
         first: the remembered ones (``remembered_recipes``), then inference's (at most
-        ``validation.max_python_attempts``), by the language of the tree (the language
+        ``validation.max_toolchain_attempts``), by the language of the tree (the language
         registry; ``changed_files``: the PR's, which pick a workspace's package; ``diffs``:
         its test patch and patch, whose dependency files a language may fetch too)."""
         tree = self.tree(repo, base_commit)
@@ -126,7 +125,9 @@ class RecipeChooser:
                 f"{language.name}: no test runner swe-stream reads "
                 f"({recipes[0].test_command!r}){'; ' + notes if notes else ''}",
             )
-        inferred = [r for r in recipes[: self.settings.max_python_attempts] if r not in remembered]
+        inferred = [
+            r for r in recipes[: self.settings.max_toolchain_attempts] if r not in remembered
+        ]
         return tree, [*remembered, *inferred]
 
     def inferred(
@@ -177,9 +178,13 @@ class RecipeChooser:
         metrics.RECIPE_MEMORY_LOOKUPS.labels(result=result).inc()
         recipes: list[InstallRecipe] = []
         for entry in entries:
-            pythons = images.get("python", {})
-            if entry.python and pythons and entry.python not in pythons:
-                log.info("%s: remembered recipe needs python %s, not built", repo, entry.python)
+            missing = [
+                f"{toolchain} {version}"
+                for toolchain, version in entry.toolchain_versions.items()
+                if images.get(toolchain) and version not in images[toolchain]
+            ]
+            if missing:
+                log.info("%s: remembered recipe needs %s, not built", repo, ", ".join(missing))
                 continue
             change = as_override(entry)
             layers = layered(change, override)
@@ -190,7 +195,7 @@ class RecipeChooser:
                 continue
             origin = RecipeOrigin(
                 entry.source,
-                change.model_dump(exclude_none=True, exclude={"python"}),
+                change.model_dump(exclude_none=True, exclude=set(change.model_extra or {})),
                 remembered=True,
                 trusted=trusted(entry, self.pipeline_version),
             )
@@ -230,7 +235,7 @@ class RecipeChooser:
         )
         if not made:
             raise ValidationFailed(UNSUPPORTED, "no install recipe recognises the repository")
-        interpreter = set(INTERPRETER_FIELDS)  # the recipe's own, not part of its change
+        interpreter = set(change.model_extra or {})  # the recipe's own, not part of its change
         origin = RecipeOrigin(source, change.model_dump(exclude_none=True, exclude=interpreter))
         sources = (*own_sources(made[0], user), source)
         return dataclasses.replace(made[0], sources=sources, origin=origin)
@@ -243,9 +248,9 @@ class RecipeChooser:
         no image (a toolchain the base images carry: only where some of them are built, else
         the base image's is used)."""
         toolchain = language.toolchain
-        if toolchain not in INTERPRETER_FIELDS:
+        if toolchain is None:
             return
-        wanted = getattr(change, toolchain, None)
+        wanted = change.version(toolchain)
         built = images.get(toolchain, {})
         on_base = language.toolchain_images is None
         if wanted is None or wanted in built or (not built and on_base):
@@ -255,20 +260,20 @@ class RecipeChooser:
         raise ValidationFailed(reason, f"no image for {toolchain} {wanted}; built: {names}")
 
     def images(self) -> dict[str, dict[str, str]]:
-        """Every registered toolchain's versions whose image is on the engine (its setting
-        ``docker.<toolchain>_images``), by toolchain."""
+        """Every registered toolchain's versions whose image is on the engine (its language's
+        own images, or the settings' ``docker.toolchain_images``), by toolchain."""
         return {toolchain: self.toolchain_images(toolchain) for toolchain in toolchains()}
 
     def toolchain_images(self, toolchain: str) -> dict[str, str]:
         """The versions of ``toolchain`` whose image is on the engine; none: the default
         base image, whatever version it has."""
-        configured: dict[str, str] = getattr(self.docker, f"{toolchain}_images", None) or {}
+        configured = configured_images(self.docker.toolchain_images).get(toolchain, {})
         present = {
             version: tag
             for version, tag in configured.items()
             if base_image_exists(self._client(), tag)
         }
-        language = next((x for x in languages() if x.toolchain == toolchain), None)
+        language = toolchains().get(toolchain)
         if configured and not present and language and language.toolchain_images is None:
             log.warning(
                 "none of the base images %s is built (swe-stream images base --all): "
@@ -277,11 +282,3 @@ class RecipeChooser:
                 self.docker.base_image,
             )
         return present
-
-    def python_images(self) -> dict[str, str]:
-        """The Pythons whose base image is on the engine (``docker.python_images``)."""
-        return self.toolchain_images("python")
-
-    def node_images(self) -> dict[str, str]:
-        """The Node majors whose image is on the engine (``docker.node_images``)."""
-        return self.toolchain_images("node")

@@ -81,7 +81,7 @@ from streams.evaluation.reasons import (
 )
 from streams.evaluation.recipe_chooser import RecipeChooser, own_sources
 from streams.evaluation.recipes.infer import NO_RUNNER
-from streams.evaluation.recipes.languages import languages
+from streams.evaluation.recipes.languages import languages, toolchains
 from streams.evaluation.recipes.memory import RecipeTable, interpreter_fields
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 from streams.evaluation.recipes.overrides import Overrides, RepositoryOverride
@@ -191,8 +191,6 @@ class Validator:
     tree = Delegated[Callable[[str, str], TreeFiles]]("chooser")
     images = Delegated[Callable[[], dict[str, dict[str, str]]]]("chooser")
     toolchain_images = Delegated[Callable[[str], dict[str, str]]]("chooser")
-    python_images = Delegated[Callable[[], dict[str, str]]]("chooser")
-    node_images = Delegated[Callable[[], dict[str, str]]]("chooser")
 
     def __init__(
         self,
@@ -423,16 +421,17 @@ def task_recipe_change(config: dict[str, Any]) -> RepositoryOverride | None:
     itself, so the task builds the same anywhere. None for a task without one."""
     if not config.get("test_command"):
         return None
-    # the toolchain version it ran on, as its language reads it off the recipe (a JS task's
-    # Node major is its recipe's ``node:N`` source)
-    ran_on = InstallRecipe(
-        language=config.get("language") or "",
-        python=config.get("python"),
-        sources=tuple(config.get("recipe") or ()),
-    )
+    # the toolchain version it ran on: under its toolchain's name, or (a task of an older
+    # version) as its language reads it off the recipe's sources (``node:20``)
+    versions = {t: config[t] for t in toolchains() if config.get(t)}
+    if not versions:
+        ran_on = InstallRecipe(
+            language=config.get("language") or "", sources=tuple(config.get("recipe") or ())
+        )
+        versions = {**interpreter_fields(ran_on)}
     try:
         return RepositoryOverride(
-            **interpreter_fields(ran_on),
+            **versions,
             system_packages=config.get("system_packages"),
             env=config.get("env_commands"),
             install=config.get("install_commands"),

@@ -81,7 +81,8 @@ class RecipeBook:
         log.info(
             "recipes: remembered the %s recipe of %s (%s, %d tests ran)",
             entry.source, entry.repo,
-            f"node {entry.node}" if entry.node else f"python {entry.python}", entry.tests,
+            " ".join(f"{t} {v or '-'}" for t, v in (entry.model_extra or {}).items()) or "-",
+            entry.tests,
         )  # fmt: skip
 
     async def restore(self, bootstrap: str) -> int:

@@ -119,7 +119,7 @@ def pipeline_stages(settings: Settings, resources: StageResources) -> list[Stage
             limits,
             settings.pipeline_version,
             model_endpoints(settings.harness.agent_model_hosts, settings.llm.base_url),
-            tuple(settings.setup_agent.registries),
+            settings.setup_agent.registries,
         ),
     ]
     return select_stages([in_graph_order(stage) for stage in stages], settings.worker.stages)

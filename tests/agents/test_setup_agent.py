@@ -54,7 +54,10 @@ def llm_settings(server: FakeLLM) -> LLMSettings:
 
 def docker_settings(base_image: str) -> DockerSettings:
     return DockerSettings(
-        base_image=base_image, python_images={"3.11": base_image}, memory_mb=1024, cpus=1
+        base_image=base_image,
+        toolchain_images={"python": {"3.11": base_image}},
+        memory_mb=1024,
+        cpus=1,
     )
 
 

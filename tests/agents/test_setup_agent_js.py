@@ -183,7 +183,8 @@ def stage(
     table: RecipeTable,
 ) -> tuple[ValidateStage, MemorySink]:
     docker = DockerSettings(
-        base_image=base_image, python_images={"3.11": base_image}, node_images=node_images,
+        base_image=base_image,
+        toolchain_images={"python": {"3.11": base_image}, "node": node_images},
         memory_mb=2048, cpus=1,
     )  # fmt: skip
     validator = Validator(repos, lambda: docker_client, docker, ValidateSettings(runs=1), 1,
@@ -334,7 +335,8 @@ async def test_testgen_writes_a_node_test_with_the_js_runners_ids(
     ]
     llm_server.reply_tool_calls(script)
     docker = DockerSettings(
-        base_image=base_image, python_images={"3.11": base_image}, node_images=node_images,
+        base_image=base_image,
+        toolchain_images={"python": {"3.11": base_image}, "node": node_images},
         memory_mb=1024, cpus=1,
     )  # fmt: skip
     llm = LLMClient(llm_settings(llm_server))

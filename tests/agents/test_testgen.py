@@ -170,7 +170,10 @@ def validator_with_testgen(
     repos: RepoCache, docker_client: Any, base_image: str, llm: LLMClient, **testgen: Any
 ) -> ValidateStage:
     docker = DockerSettings(
-        base_image=base_image, python_images={"3.11": base_image}, memory_mb=1024, cpus=1
+        base_image=base_image,
+        toolchain_images={"python": {"3.11": base_image}},
+        memory_mb=1024,
+        cpus=1,
     )
     generator = AgenticTestGenerator(
         llm,

@@ -44,7 +44,7 @@ P2P = ["tests/test_ops.py::test_sub", "tests/test_ops.py::test_sub_negative"]
 def settings(base_image: str, **overrides: Any) -> tuple[DockerSettings, ValidateSettings]:
     docker = DockerSettings(
         base_image=base_image,
-        python_images={"3.11": base_image},
+        toolchain_images={"python": {"3.11": base_image}},
         cache_level="env",
         memory_mb=1024,
         cpus=1,

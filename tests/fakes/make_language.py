@@ -2,8 +2,10 @@
 ``make test`` runs, one ``PASS <file>`` / ``FAIL <file>`` line each. It is found the way a
 third-party plugin is, through an entry point of the group ``swe_stream.languages``
 (``tests/streams/evaluation/recipes/test_language_plugins.py`` installs one), and needs no
-edit anywhere in ``streams/`` or ``agents/``: the registry, inference, the validator, the
-check commands and the recipe memory take it as they take Python or JavaScript."""
+edit anywhere in ``streams/``, ``agents/`` or ``schemas/``: the registry, inference, the
+settings (``docker.toolchain_images``, ``docker.make_images``), the overrides (``make:
+"4.3"``), the validator, the check commands and the recipe memory take it as they take
+Python or Rust. Its toolchain is versioned: GNU make, one image per Debian suite's."""
 
 from __future__ import annotations
 
@@ -13,7 +15,13 @@ from typing import Any
 
 from schemas.tasks import TestStatus
 from streams.evaluation.log_parsers.base import LogParser
-from streams.evaluation.recipes.languages import Inputs, Language
+from streams.evaluation.recipes.languages import (
+    Inputs,
+    Language,
+    ToolchainImages,
+    debian_install_steps,
+    version_key,
+)
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 
 RUNNER = "make-lines"
@@ -34,6 +42,15 @@ def running_when_killed(output: str) -> str | None:
     return next((test for test in reversed(started) if test not in done), None)
 
 
+# GNU make of each Debian suite, on its base image (the tests build the bookworm one)
+MAKE_IMAGES = ToolchainImages(
+    prefix="swe-stream-test/make",
+    label="org.swe-stream.test.make",
+    by_suite={"bookworm": "4.3", "trixie": "4.4"},
+    steps=debian_install_steps("make", "make --version"),
+)
+
+
 def _has_test_target(tree: TreeFiles) -> bool:
     text = (tree.read("Makefile") or b"").decode("utf-8", errors="replace")
     return any(line.startswith("test:") for line in text.splitlines())
@@ -41,6 +58,9 @@ def _has_test_target(tree: TreeFiles) -> bool:
 
 class MakeLanguage(Language):
     name = "Make"
+    toolchain = "make"
+    version_pattern = r"^4\.\d+$"
+    toolchain_images = MAKE_IMAGES
     order = 90  # after the built-in languages: a Python project with a Makefile stays Python's
     runners = {RUNNER: LogParser(parse_make_lines, running_when_killed)}
     default_runner = RUNNER
@@ -53,16 +73,26 @@ class MakeLanguage(Language):
     def facts(self, tree: TreeFiles) -> Any:
         return {"tests": [n for n in tree.names if n.startswith("tests/")]}
 
+    def versions(self, facts: Any, inputs: Inputs) -> list[str | None]:
+        pinned = self.pinned_versions(inputs)
+        if pinned is not None:
+            return pinned
+        built = sorted(inputs.images_of(self.toolchain), key=version_key, reverse=True)
+        return [*built] if built else [None]
+
     def recipe(
         self, tree: TreeFiles, facts: Any, version: str | None, inputs: Inputs
     ) -> InstallRecipe:
+        image = inputs.images_of(self.toolchain).get(version or "")
         return InstallRecipe(
             language=self.name,
             # the test files are appended: the shell hands them to make as one variable
             test_command="sh -c 'make -s test TESTS=\"$*\"' make",
             test_runner=RUNNER,
-            system_packages=("make",),
-            sources=("Makefile",),
+            base_image=image,
+            # no image of its own: Debian's make in the env layer of the default base image
+            system_packages=() if image else ("make",),
+            sources=("Makefile", f"make:{version or 'default'}"),
         )
 
     def file_of(self, test_id: str) -> str | None:

@@ -84,15 +84,14 @@ RUNNER_COMMANDS: Mapping[str, RunnerCommand] = _Union(
 )
 
 
-def file_of(test_id: str) -> str | None:
-    """The file a test id names (``path::name``, ``path > name``), as the first language
-    that reads it says; None when it names none."""
-    from streams.evaluation.recipes.languages import languages
+def file_of(test_id: str, language: str) -> str | None:
+    """The file (or package) a test id of a ``language`` recipe names (``path::name``,
+    ``path > name``), as that language reads its ids; None when it names none. Only the
+    recipe's language is asked: another's id shapes never have to be told apart."""
+    from streams.evaluation.recipes.languages import language_named
 
-    return next(
-        (file for language in languages() if (file := language.file_of(test_id)) is not None),
-        None,
-    )
+    owner = language_named(language)
+    return owner.file_of(test_id) if owner is not None else None
 
 
 def check_command(test_command: str, runner: str, test_id: str) -> str:

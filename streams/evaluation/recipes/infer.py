@@ -17,12 +17,11 @@ from typing import Any
 from streams.evaluation.log_parsers import LOG_PARSERS
 from streams.evaluation.recipes.languages import Inputs, Language, language_of
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
-from streams.evaluation.recipes.overrides import RepositoryOverride
+from streams.evaluation.recipes.overrides import RepositoryOverride, apply_override
 
 __all__ = [
     "NO_RUNNER",
     "Inputs",
-    "images_by_toolchain",
     "infer_for",
     "infer_recipes",
     "language_of",
@@ -32,20 +31,6 @@ __all__ = [
 NO_RUNNER = "no_test_runner"  # the test script runs nothing a log parser reads
 
 
-def images_by_toolchain(
-    images: Mapping[str, Mapping[str, str]] | None = None,
-    python_images: Mapping[str, str] | None = None,
-    node_images: Mapping[str, str] | None = None,
-) -> dict[str, dict[str, str]]:
-    """One map of toolchain -> version -> image from the general one and the two built-in
-    toolchains' own (as the settings spell them: ``docker.python_images``, ``.node_images``)."""
-    merged = {name: dict(versions) for name, versions in (images or {}).items()}
-    for toolchain, given in (("python", python_images), ("node", node_images)):
-        if given:
-            merged.setdefault(toolchain, {}).update(given)
-    return merged
-
-
 def infer_for(tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any, Language | None]:
     """The recipes of ``tree``'s language (``language_of``), their facts and the language;
     none of the three when no language recognises the tree."""
@@ -53,7 +38,9 @@ def infer_for(tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any
     if language is None:
         return [], None, None
     recipes, facts = language.infer(tree, inputs)
-    return recipes, facts, language
+    # the override wins over inference, field by field, whatever the language (its toolchain
+    # version was the only one tried: ``Language.pinned_versions``)
+    return [apply_override(r, inputs.override) for r in recipes], facts, language
 
 
 def runnable(recipe: InstallRecipe) -> bool:
@@ -65,11 +52,9 @@ def infer_recipes(
     tree: TreeFiles,
     *,
     repo: str,
-    python_images: Mapping[str, str] | None = None,
     created_at: datetime | None = None,
     release_tag: Callable[[], str | None] = lambda: None,
     override: RepositoryOverride | None = None,
-    node_images: Mapping[str, str] | None = None,
     changed_files: Sequence[str] = (),
     images: Mapping[str, Mapping[str, str]] | None = None,
     diffs: tuple[str, ...] = (),
@@ -79,7 +64,7 @@ def infer_recipes(
     every image there is."""
     inputs = Inputs(
         repo=repo,
-        images=images_by_toolchain(images, python_images, node_images),
+        images={name: dict(versions) for name, versions in (images or {}).items()},
         created_at=created_at,
         changed_files=changed_files,
         diffs=diffs,

@@ -3,8 +3,8 @@
 A recipe that made a repository's tests run (heuristic, override, the setup agent's, or one a
 person edited) is remembered as a ``RememberedRecipe``, keyed by the repository and a
 fingerprint of its dependency files (``dependency_fingerprint``: the files its language says
-decide how it installs), with its toolchain version (the Python of a Python recipe, the Node
-major of a JavaScript / TypeScript one). The repository's later PRs
+decide how it installs), with its toolchain version (under the toolchain's name: the Python of
+a Python recipe, the Node major of a JavaScript / TypeScript one). The repository's later PRs
 try it first: the entry of their own fingerprint, else the repository's most recent one. A
 remembered recipe is the change it makes to inference, as an override is (``as_override``):
 inference reruns at every commit, so the requirement files it writes are always the commit's.
@@ -27,15 +27,14 @@ from pathlib import Path
 from schemas import RememberedRecipe
 from streams.evaluation.recipes.languages import language_named, language_of
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
-from streams.evaluation.recipes.overrides import INTERPRETER_FIELDS, RepositoryOverride
+from streams.evaluation.recipes.overrides import RepositoryOverride
 
-# the interpreter of a recipe (one per language: ``overrides.interpreter_problem``), then the
-# fields of the change it makes over inference
+# the fields of the change a recipe makes over inference (beside its toolchain version, a key
+# named after its toolchain: ``ToolchainVersions``)
 CHANGE_FIELDS = (
     "system_packages", "env", "install", "pre_test", "test_command", "test_runner",
     "environment",
 )  # fmt: skip
-OVERRIDE_FIELDS = (*INTERPRETER_FIELDS, *CHANGE_FIELDS)
 
 
 def dependency_files(tree: TreeFiles) -> list[str]:
@@ -55,10 +54,18 @@ def dependency_fingerprint(tree: TreeFiles) -> str:
     return digest.hexdigest()[:16]
 
 
+def override_fields(entry: RememberedRecipe | RepositoryOverride) -> dict[str, object]:
+    """What an entry (or override) sets: its toolchain versions and its change's fields."""
+    return {
+        **entry.toolchain_versions,
+        **{field: getattr(entry, field) for field in CHANGE_FIELDS},
+    }
+
+
 def as_override(entry: RememberedRecipe) -> RepositoryOverride:
-    """The remembered recipe as an override of inference (its Python or Node major the only
-    one tried)."""
-    return RepositoryOverride(**{field: getattr(entry, field) for field in OVERRIDE_FIELDS})
+    """The remembered recipe as an override of inference (its toolchain version the only one
+    tried)."""
+    return RepositoryOverride(**override_fields(entry))
 
 
 def layered(
@@ -73,7 +80,7 @@ def layered(
 
 
 def is_change(override: RepositoryOverride) -> bool:
-    """Whether the override sets anything besides the interpreter (Python or Node)."""
+    """Whether the override sets anything besides the toolchain version."""
     return any(getattr(override, field) is not None for field in CHANGE_FIELDS)
 
 
@@ -172,13 +179,13 @@ def remembered_entry(
     notes: Iterable[str] = (),
 ) -> RememberedRecipe:
     """The memory entry of ``recipe``, which ran ``tests`` tests of ``repo`` at
-    ``base_commit``: its interpreter (the Python, or a JavaScript / TypeScript recipe's Node
-    major) and the change its origin made over inference."""
+    ``base_commit``: its toolchain version (but where inference picks it per PR) and the
+    change its origin made over inference."""
     origin = recipe.origin
-    interpreter = interpreter_fields(recipe)
+    interpreter: dict[str, str | None] = {**interpreter_fields(recipe)}
     language = language_named(recipe.language)
     if language is not None and not language.remembers_version and language.toolchain:
-        interpreter.pop(language.toolchain, None)  # inference picks it per PR
+        interpreter[language.toolchain] = None  # inference picks it per PR: named, not kept
     return RememberedRecipe(
         pipeline_version=pipeline_version,
         repo=repo,
@@ -194,14 +201,14 @@ def remembered_entry(
     )
 
 
-def interpreter_fields(recipe: InstallRecipe) -> dict[str, str | None]:
-    """The override fields of ``recipe``'s toolchain version (``python``, ``node``): its
-    Python, or the version its language reads off it."""
+def interpreter_fields(recipe: InstallRecipe) -> dict[str, str]:
+    """``recipe``'s toolchain version, as its language reads it off the recipe, under the
+    toolchain's name (``{"python": "3.11"}``, ``{"node": "20"}``); none when it has none."""
     language = language_named(recipe.language)
-    fields: dict[str, str | None] = {"python": recipe.python}
-    if language is not None and language.toolchain in INTERPRETER_FIELDS:
-        fields[language.toolchain] = language.version_of(recipe)
-    return fields
+    if language is None or language.toolchain is None:
+        return {}
+    version = language.version_of(recipe)
+    return {language.toolchain: version} if version else {}
 
 
 def trusted(entry: RememberedRecipe, pipeline_version: int) -> bool:

@@ -5,11 +5,8 @@ A YAML file (``validation.overrides_file``)::
 
     repositories:
       owner/name:
-        python: "3.11"                 # the only Python tried (a Python repository)
-        node: "20"                     # the only Node major tried (JavaScript / TypeScript)
-        go: "1.24"                     # the only go image tried (Go)
-        rust: "1.85"                   # the only rustc image tried (Rust)
-        java: "17"                     # the only JDK image tried (Java)
+        python: "3.11"                 # the only version of its toolchain tried: a key named
+                                       # after the language's toolchain (node: "20", rust: ...)
         system_packages: [gettext]     # Debian packages of the env image
         env: ["uv pip install -r requirements/tests.txt"]   # env image commands
         install: ["uv pip install -e ."]                   # instance image, in /testbed
@@ -18,16 +15,18 @@ A YAML file (``validation.overrides_file``)::
         test_runner: pytest            # whose log parser reads the output
         environment: {TZ: UTC}         # variables of the images and the tests
 
-Unknown keys are errors (a typo must not silently do nothing).
+Unknown keys are errors (a typo must not silently do nothing). The toolchain keys are the
+registered languages' (``Language.toolchain``, its versions written as its
+``version_pattern`` says): a plugin's toolchain is one more key, with no edit here.
 
-The interpreter fields belong to one language each: ``python`` to a Python repository, ``node``
-(a Node major with an image, ``docker.node_images``) to a JavaScript / TypeScript one. In an
-overrides file or a remembered recipe the other language's field is **ignored** (inference of
-a JavaScript tree never reads ``python``, nor Python's ``node``); a ``node`` with no image
-leaves the repository without a recipe (``no_node_for_engines``), as no Node is tried but the
-one it names. A change someone submits (the setup agent's recipe, an exported task's) is
-**refused** instead (``Validator.recipe_with``, ``interpreter_problem``): its author is told to
-name the repository's own interpreter.
+A toolchain key belongs to one language: ``python`` to a Python repository, ``node`` (a Node
+major with an image, ``docker.toolchain_images``) to a JavaScript / TypeScript one. In an
+overrides file or a remembered recipe another language's key is **ignored** (inference of a
+JavaScript tree never reads ``python``); a version with no image leaves the repository
+without a recipe (``no_node_for_engines``), as no version is tried but the one it names. A
+change someone submits (the setup agent's recipe, an exported task's) is **refused** instead
+(``Validator.recipe_with``, ``interpreter_problem``): its author is told to name the
+repository's own toolchain.
 
 For a JavaScript / TypeScript recipe, ``pre_test`` is also what is built again after a patch
 that changes JS / TS sources (``rebuild_commands``: the tests load the build), but for the
@@ -37,25 +36,30 @@ steps of inference's that are no build (uvu's pass lines).
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from schemas.base import ToolchainVersions
 from streams.core.settings import safe_load_yaml
 from streams.evaluation.log_parsers import LOG_PARSERS
-from streams.evaluation.recipes.languages import language_named, languages
+from streams.evaluation.recipes.languages import language_named, toolchains
 from streams.evaluation.recipes.model import InstallRecipe, RecipeOrigin
 
 
-class RepositoryOverride(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RepositoryOverride(ToolchainVersions):
+    """What a user (or the memory, or an agent) says of a repository's recipe, field by field;
+    the version of a toolchain under the toolchain's name (``ToolchainVersions``)."""
 
-    python: str | None = Field(None, pattern=r"^3\.\d+$")
-    node: str | None = Field(None, pattern=r"^\d+$")  # a Node major: "20"
-    go: str | None = Field(None, pattern=r"^1\.\d+$")  # a go image's major.minor: "1.24"
-    rust: str | None = Field(None, pattern=r"^1\.\d+$")  # a rustc image's major.minor: "1.85"
-    java: str | None = Field(None, pattern=r"^\d+$")  # a JDK image's major: "17"
     system_packages: list[str] | None = None
     env: list[str] | None = None
     install: list[str] | None = None
@@ -72,6 +76,29 @@ class RepositoryOverride(BaseModel):
                 f"no log parser for {value!r}; known: {', '.join(sorted(LOG_PARSERS))}"
             )
         return value
+
+    @model_validator(mode="after")
+    def _registered_toolchains(self) -> RepositoryOverride:
+        known = toolchains()
+        for toolchain, version in self.toolchain_versions.items():
+            language = known.get(toolchain)
+            if language is None:
+                raise ValueError(
+                    f"unknown field {toolchain!r}: neither a field nor a registered toolchain "
+                    f"({', '.join(sorted(known))})"
+                )
+            if not re.match(language.version_pattern, version):
+                raise ValueError(
+                    f"{toolchain}: {version!r} is no {language.label} toolchain version "
+                    f"(written as {language.version_pattern})"
+                )
+        return self
+
+    def with_versions(self, versions: dict[str, str | None]) -> RepositoryOverride:
+        """This override with ``versions`` (toolchain -> version; None drops one)."""
+        data = {k: v for k, v in self.model_dump().items() if k not in versions}
+        data.update({k: v for k, v in versions.items() if v is not None})
+        return RepositoryOverride(**data)
 
 
 class Overrides(BaseModel):
@@ -104,21 +131,16 @@ def load_overrides(path: Path | None) -> Overrides:
 WRONG_INTERPRETER = "interpreter_of_another_language"  # python for Node's, node for Python's
 
 
-# the toolchains an override may name, a field each
-INTERPRETER_FIELDS = ("python", "node", "go", "rust", "java")
-
-
 def interpreter_problem(language: str, override: RepositoryOverride) -> str | None:
     """Why ``override`` cannot be a recipe of a ``language`` repository (a registered
     language's name: ``Python``, ``JavaScript``): it names another language's toolchain.
     None when it does not."""
     own = language_named(language)
     mine = own.toolchain if own is not None else None
-    for field in INTERPRETER_FIELDS:
-        value = getattr(override, field)
-        if value is None or field == mine:
+    for field, value in override.toolchain_versions.items():
+        if field == mine:
             continue
-        owner = next((lang for lang in languages() if lang.toolchain == field), None)
+        owner = toolchains().get(field)
         whose = owner.label if owner is not None else field
         label = own.label if own is not None else language
         advice = f" and name a {mine} version in `{mine}`" if mine else ""
@@ -130,8 +152,8 @@ def interpreter_problem(language: str, override: RepositoryOverride) -> str | No
 
 
 def apply_override(recipe: InstallRecipe, override: RepositoryOverride | None) -> InstallRecipe:
-    """``recipe`` with the fields the override sets replaced (its interpreter, ``python`` or
-    ``node``, is chosen by inference: ``python_recipes``, ``infer_js_recipes``)."""
+    """``recipe`` with the fields the override sets replaced (its toolchain version is chosen
+    by inference: ``Language.pinned_versions``)."""
     if override is None:
         return recipe
     changes: dict[str, object] = {}

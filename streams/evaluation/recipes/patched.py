@@ -12,11 +12,12 @@ reads a test patch's changed lines with.
 
 from __future__ import annotations
 
+import bisect
 import io
 import re
 import tarfile
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -321,3 +322,21 @@ def new_side(tree: TreeFiles, patch: FilePatch, max_source: int) -> tuple[str, s
                 added.add(len(out))
     out.extend(base[cursor:])
     return "\n".join(out), added
+
+
+Spanned = TypeVar("Spanned")
+
+
+def touched_by(
+    items: Iterable[Spanned], added: Iterable[int], span: Callable[[Spanned], tuple[int, int]]
+) -> list[Spanned]:
+    """The ``items`` (tests found in a file as a patch leaves it) whose line range (``span``:
+    1-based, inclusive) holds a line the patch adds (``added``: ``new_side``'s)."""
+    lines = sorted(added)
+    found = []
+    for item in items:
+        start, end = span(item)
+        first = bisect.bisect_left(lines, start)  # the first added line at or past its start
+        if first < len(lines) and lines[first] <= end:
+            found.append(item)
+    return found

@@ -51,7 +51,9 @@ def test_an_exported_recipe_edited_and_imported_changes_the_next_build(
     pr = make_calc_repo(tmp_path / "git")
     data = tmp_path / "data"
     table = RecipeTable(data / "recipes.sqlite")
-    docker = DockerSettings(base_image=base_image, python_images={"3.11": base_image})
+    docker = DockerSettings(
+        base_image=base_image, toolchain_images={"python": {"3.11": base_image}}
+    )
     repos = RepoCache(tmp_path / "cache", pr.url_template)
     validator = Validator(repos, lambda: docker_client, docker, ValidateSettings(), 1, memory=table)
     tree = validator.tree(pr.repo, pr.base_sha)

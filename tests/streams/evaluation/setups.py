@@ -59,7 +59,9 @@ def validator_for(
     attempts: int = 2,
     overrides: Overrides | None = None,
 ) -> Validator:
-    docker = DockerSettings(python_images=python_images, cache_level="env", memory_mb=1024, cpus=1)
+    docker = DockerSettings(
+        toolchain_images={"python": python_images}, cache_level="env", memory_mb=1024, cpus=1
+    )
     settings = ValidateSettings(runs=1, test_timeout_seconds=300, max_python_attempts=attempts)
     return Validator(repos, lambda: docker_client, docker, settings, 1, overrides)
 

@@ -17,20 +17,20 @@ from streams.evaluation.recipes.languages.javascript.runners.js import with_file
 
 @pytest.mark.unit
 @pytest.mark.parametrize(
-    ("test_id", "file"),
+    ("test_id", "language", "file"),
     [
-        ("tests/test_a.py::test_x[1-2]", "tests/test_a.py"),
-        ("tests/test_a.py::TestA::test_x", "tests/test_a.py"),
-        ("test/math.test.js > add > adds two numbers", "test/math.test.js"),
-        ("src/__tests__/a.spec.tsx > renders", "src/__tests__/a.spec.tsx"),
-        ("test/index.mjs > a > b", "test/index.mjs"),
-        ("adds two numbers", None),  # a runner's id without its file
-        ("math > adds", None),  # names only: no file extension
-        ("test/fixtures/a.json > x", None),
+        ("tests/test_a.py::test_x[1-2]", "Python", "tests/test_a.py"),
+        ("tests/test_a.py::TestA::test_x", "Python", "tests/test_a.py"),
+        ("test/math.test.js > add > adds two numbers", "JavaScript", "test/math.test.js"),
+        ("src/__tests__/a.spec.tsx > renders", "TypeScript", "src/__tests__/a.spec.tsx"),
+        ("test/index.mjs > a > b", "JavaScript", "test/index.mjs"),
+        ("adds two numbers", "JavaScript", None),  # a runner's id without its file
+        ("math > adds", "JavaScript", None),  # names only: no file extension
+        ("test/fixtures/a.json > x", "JavaScript", None),
     ],
 )
-def test_the_file_a_test_id_names(test_id: str, file: str | None) -> None:
-    assert file_of(test_id) == file
+def test_the_file_a_test_id_names(test_id: str, language: str, file: str | None) -> None:
+    assert file_of(test_id, language) == file
 
 
 @pytest.mark.unit

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from streams.evaluation.egress import MOUNT, RegistryEgress, program_source
+from streams.evaluation.egress import MOUNT, RegistryEgress, package_registries, program_source
 from streams.evaluation.egress_programs import forwarder, proxy
 from streams.evaluation.sandbox import OWNER_LABEL, Limits, Sandbox, remove_orphans
 
@@ -195,6 +195,21 @@ def test_a_host_not_allowed_is_refused_with_its_reason(
         "CONNECT example.org:443: example.org is not an allowed host",
         "GET http://example.org/: example.org is not an allowed host",
     ]
+
+
+@pytest.mark.unit
+def test_the_default_door_lets_through_every_languages_registries_and_debians() -> None:
+    from streams.evaluation.recipes.languages import languages
+
+    hosts = package_registries()
+    assert {"deb.debian.org", "*.debian.org"} <= set(hosts)
+    for language in languages():  # each prompt's promise: its registries are reachable
+        assert language.registries and set(language.registries) <= set(hosts), language.name
+    # among them the Rust crate registry and Maven Central, which the setup agent once lacked
+    assert {"index.crates.io", "static.crates.io", "repo.maven.apache.org"} <= set(hosts)
+    assert len(hosts) == len(set(hosts))
+    assert package_registries(["pypi.org"]) == ("pypi.org",)  # the settings' list alone
+    assert package_registries([]) == ()
 
 
 @pytest.mark.docker

@@ -51,7 +51,7 @@ def docker_settings(
     """The settings of an end-to-end run with ``images`` as ``docker.<toolchain>_images``."""
     return DockerSettings(
         base_image=base_image,
-        python_images={"3.11": base_image},
+        toolchain_images={"python": {"3.11": base_image}},
         **{f"{toolchain}_images": images},
         cache_level="env",
         memory_mb=3072,

@@ -204,18 +204,24 @@ def test_python_suites_and_default_tags() -> None:
 
 
 @pytest.mark.unit
-def test_settings_python_images_match_the_built_tags() -> None:
-    from streams.core.settings import DockerSettings
+def test_the_python_images_are_the_built_base_image_tags_unless_the_settings_name_others() -> None:
+    from streams.core.settings import DockerSettings, load_settings
+    from streams.evaluation.recipes.languages import configured_images
 
     docker = DockerSettings()
-    assert docker.base_image == images.DEFAULT_BASE_IMAGE
-    assert docker.python_images == {v: images.base_image_tag(v) for v in images.PYTHON_SUITES}
-    assert docker.image_for("3.13") == "swe-stream/base:trixie"
-    assert docker.image_for(None) == docker.base_image
-    assert docker.image_for("2.7") == docker.base_image
-    custom = DockerSettings(base_image="img:fallback", python_images={"3.12": "python:3.12-slim"})
-    assert custom.image_for("3.12") == "python:3.12-slim"
-    assert custom.image_for("3.11") == "img:fallback"
+    assert docker.base_image == images.DEFAULT_BASE_IMAGE and docker.toolchain_images == {}
+    own = configured_images(docker.toolchain_images)
+    assert own["python"] == {v: images.base_image_tag(v) for v in images.PYTHON_SUITES}
+    # the setting's name of old is one toolchain's entry: that toolchain's images alone
+    custom = DockerSettings(python_images={"3.12": "python:3.12-slim"})  # type: ignore[call-arg]
+    assert custom.toolchain_images == {"python": {"3.12": "python:3.12-slim"}}
+    mine = configured_images(custom.toolchain_images)
+    assert mine["python"] == {"3.12": "python:3.12-slim"} and mine["node"] == own["node"]
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SWE_STREAM_DOCKER_RUST_IMAGES", '{"1.85": "r:1"}')
+        assert load_settings().docker.toolchain_images == {"rust": {"1.85": "r:1"}}
+    with pytest.raises(ValueError, match="rust_image"):
+        DockerSettings(rust_image={"1.85": "r:1"})  # type: ignore[call-arg]
 
 
 @pytest.mark.unit
@@ -392,12 +398,13 @@ def test_node_dockerfile_stands_on_the_suite_base_image() -> None:
 @pytest.mark.unit
 def test_node_images_setting_names_each_suite_major() -> None:
     from streams.core.settings import DockerSettings
+    from streams.evaluation.recipes.languages import configured_images
     from streams.evaluation.recipes.languages.javascript.versions import (
         DEBIAN_NODE,
         node_images_by_suite,
     )
 
-    tags = DockerSettings().node_images
+    tags = configured_images(DockerSettings().toolchain_images)["node"]
     assert node_images_by_suite(tags.values()) == tags
     node = images.registered_toolchain_images()["node"]
     assert {node.tag(suite): major for suite, major in DEBIAN_NODE.items()} == {

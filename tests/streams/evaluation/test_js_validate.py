@@ -56,7 +56,7 @@ async def validate(
     assert isinstance(patches, PatchSet)
     docker = DockerSettings(
         base_image=base_image,
-        python_images={"3.11": base_image},
+        toolchain_images={"python": {"3.11": base_image}},
         node_images=node_images,
         cache_level="env",
         memory_mb=2048,

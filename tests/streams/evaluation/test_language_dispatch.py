@@ -69,7 +69,7 @@ def test_infer_recipes_dispatches_to_the_javascript_chain() -> None:
         "src/a.js": "",
     }
     recipes, facts = infer_recipes(
-        tree(files), repo="o/r", python_images=PYTHONS, node_images=NODES,
+        tree(files), repo="o/r", images={"python": PYTHONS, "node": NODES},
         changed_files=["src/a.js", "test/a.test.js"],
     )  # fmt: skip
     assert facts is not None
@@ -102,7 +102,7 @@ def offline_validator(files: dict[str, str], nodes: dict[str, str]) -> Validator
     validator = Validator(
         repos=None,  # type: ignore[arg-type]
         docker_client=lambda: None,
-        docker=DockerSettings(python_images=PYTHONS, node_images=nodes),
+        docker=DockerSettings(toolchain_images={"python": PYTHONS, "node": nodes}),
         settings=ValidateSettings(),
         pipeline_version=1,
     )

@@ -18,7 +18,7 @@ from streams.cli.recipes import summary
 from streams.evaluation.recipes.infer import infer_recipes
 from streams.evaluation.recipes.languages import interpreter_of, language_named
 from streams.evaluation.recipes.languages.javascript.language import NO_NODE
-from streams.evaluation.recipes.languages.javascript.recipe import UVU_PASS_LINES, infer_js_recipes
+from streams.evaluation.recipes.languages.javascript.recipe import UVU_PASS_LINES
 from streams.evaluation.recipes.languages.python.language import NO_PYTHON
 from streams.evaluation.recipes.memory import (
     as_override,
@@ -58,8 +58,8 @@ def node_of(recipe: InstallRecipe) -> str | None:
 
 
 def js_recipes(override: RepositoryOverride | None = None) -> list[InstallRecipe]:
-    recipes, facts = infer_js_recipes(
-        tree(JS), node_images=NODES, created_at=WHEN, override=override
+    recipes, facts = infer_recipes(
+        tree(JS), repo="o/js", images={"node": NODES}, created_at=WHEN, override=override
     )
     assert facts is not None
     return recipes
@@ -69,7 +69,7 @@ def test_the_override_file_takes_a_node_major(tmp_path: Path) -> None:
     path = tmp_path / "overrides.yaml"
     path.write_text('repositories:\n  o/js:\n    node: "20"\n    pre_test: ["npm run build"]\n')
     override = load_overrides(path).lookup("O/JS")
-    assert override is not None and override.node == "20" and override.python is None
+    assert override is not None and override.toolchain_versions == {"node": "20"}
     for bad in ("v20", "20.1", "lts", ""):
         with pytest.raises(ValidationError):
             RepositoryOverride(node=bad)
@@ -89,7 +89,7 @@ def test_inference_tries_only_the_node_the_override_names_if_it_has_an_image() -
     assert js_recipes(RepositoryOverride(python="3.11")) == inferred
     assert all(r.python is None for r in js_recipes(RepositoryOverride(python="3.11")))
     python, _ = infer_recipes(
-        tree(PYTHON), repo="o/py", python_images=PYTHONS, node_images=NODES,
+        tree(PYTHON), repo="o/py", images={"python": PYTHONS, "node": NODES},
         override=RepositoryOverride(node="20"),
     )  # fmt: skip
     assert [(r.python, node_of(r), interpreter_of(r)) for r in python] == [
@@ -168,19 +168,27 @@ def test_the_memory_keeps_a_js_recipes_node_major_as_a_python_recipes_python() -
         agent, tree(JS), repo="o/js", instance_id="o__js-1", base_commit="c" * 40, tests=2,
         pipeline_version=1,
     )  # fmt: skip
-    assert (entry.node, entry.python, entry.pre_test) == ("20", None, ["npm run build"])
+    assert (entry.version("node"), entry.version("python"), entry.pre_test) == (
+        "20",
+        None,
+        ["npm run build"],
+    )
     assert RememberedRecipe.from_json(entry.to_json()) == entry
     change = as_override(entry)
-    assert (change.node, change.python, change.pre_test) == ("20", None, ["npm run build"])
+    assert (change.version("node"), change.version("python"), change.pre_test) == (
+        "20",
+        None,
+        ["npm run build"],
+    )
     assert not is_change(RepositoryOverride(node="20")) and is_change(change)
     # made again by inference at a later commit: that Node major alone
     (again,) = js_recipes(change)
     assert (node_of(again), again.pre_test_commands) == ("20", ("npm run build",))
     # the user's override file wins, field by field, its node included
     user = RepositoryOverride(node="24")
-    assert layered(change, user).node == "24"  # type: ignore[union-attr]
+    assert layered(change, user).version("node") == "24"  # type: ignore[union-attr]
     assert layered(change, user).pre_test == ["npm run build"]  # type: ignore[union-attr]
-    assert layered(change, RepositoryOverride(install=["npm ci"])).node == "20"  # type: ignore[union-attr]
+    assert layered(change, RepositoryOverride(install=["npm ci"])).version("node") == "20"  # type: ignore[union-attr]
     assert "node 20" in summary(entry) and "changes: pre_test" in summary(entry)
     # a heuristic Python recipe: its Python, no node
     python = InstallRecipe("Python", python="3.11", sources=("node:20",))
@@ -188,7 +196,7 @@ def test_the_memory_keeps_a_js_recipes_node_major_as_a_python_recipes_python() -
         python, tree(PYTHON), repo="o/py", instance_id="o__py-1", base_commit="c" * 40,
         tests=1, pipeline_version=1,
     )  # fmt: skip
-    assert (learned.python, learned.node) == ("3.11", None)
+    assert (learned.version("python"), learned.version("node")) == ("3.11", None)
     assert "python 3.11" in summary(learned)
 
 

@@ -124,7 +124,9 @@ def test_prebuilt_images_are_the_harness_s_and_it_builds_nothing(
         # the harness's own setup names the same images, and finds them there
         root, pr, _ = made
         docker = DockerSettings(
-            base_image=base_image, python_images={"3.11": base_image}, cache_level="instance"
+            base_image=base_image,
+            toolchain_images={"python": {"3.11": base_image}},
+            cache_level="instance",
         )
         validator = Validator(
             RepoCache(root / "cache", pr.url_template),

@@ -98,7 +98,7 @@ def chooser(
     return RecipeChooser(
         Clones(files),  # type: ignore[arg-type]
         lambda: engine,
-        DockerSettings(python_images=PYTHONS, node_images=NODES),
+        DockerSettings(toolchain_images={"python": PYTHONS, "node": NODES}),
         ValidateSettings(**settings),
         pipeline_version,
         memory=memory,
@@ -134,10 +134,10 @@ def test_the_tree_is_the_clones_archive_at_the_commit(caplog: pytest.LogCaptureF
 
 
 def test_the_interpreter_images_are_those_the_engine_has(caplog: pytest.LogCaptureFixture) -> None:
-    assert chooser().python_images() == {"3.11": "b:bookworm", "3.12": "b:trixie"}
-    assert chooser().node_images() == {"20": "n:trixie"}
+    assert chooser().toolchain_images("python") == {"3.11": "b:bookworm", "3.12": "b:trixie"}
+    assert chooser().toolchain_images("node") == {"20": "n:trixie"}
     with caplog.at_level(logging.WARNING, "swe_stream.validator"):
-        assert chooser(built=set()).python_images() == {}
+        assert chooser(built=set()).toolchain_images("python") == {}
     assert "none of the base images" in caplog.text
 
 
@@ -231,7 +231,7 @@ def offline_validator(engine: Engine) -> Validator:
     return Validator(
         Clones(PYTHON_TREE),  # type: ignore[arg-type]
         lambda: engine,
-        DockerSettings(python_images=PYTHONS, node_images=NODES),
+        DockerSettings(toolchain_images={"python": PYTHONS, "node": NODES}),
         ValidateSettings(),
         pipeline_version=1,
     )
@@ -243,7 +243,7 @@ def test_the_validator_delegates_to_its_chooser() -> None:
     assert validator._client is None  # the client is made when a part first needs it
     _, recipes = validator.recipes("o/r", COMMIT)
     assert pythons(recipes) == ["3.12", "3.11"] and validator._client is engine
-    assert validator.python_images() == validator.chooser.python_images()
+    assert validator.toolchain_images("python") == validator.chooser.toolchain_images("python")
     assert validator.limits == validator.prover.limits
 
 

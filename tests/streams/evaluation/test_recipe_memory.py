@@ -80,7 +80,7 @@ def test_the_table_keeps_the_latest_per_key_and_offers_the_own_fingerprint_first
 def test_an_entry_is_the_change_it_makes_over_inference() -> None:
     agent = entry(source="agent", system_packages=["gettext"], pre_test=["make -C locale"])
     change = as_override(agent)
-    assert change.python == "3.11" and change.system_packages == ["gettext"]
+    assert change.version("python") == "3.11" and change.system_packages == ["gettext"]
     assert change.install is None and change.test_command is None
     user = RepositoryOverride(pre_test=["make translations"])
     assert layered(change, user).pre_test == ["make translations"]  # type: ignore[union-attr]
@@ -92,14 +92,14 @@ def test_an_entry_is_the_change_it_makes_over_inference() -> None:
     assert applied.origin.source == "override" and applied == apply_override(inferred, change)
     # what a validation remembers of it: the Python and the change, from the recipe's origin
     made = InstallRecipe(
-        "python", python="3.9",
+        "Python", python="3.9",
         origin=RecipeOrigin("agent", {"system_packages": ["gettext"], "test_runner": "pytest"}),
     )  # fmt: skip
     learned = remembered_entry(
         made, tree({"setup.py": "x"}), repo="o/r", instance_id="o__r-2", base_commit="c" * 40,
         tests=5, pipeline_version=2,
     )  # fmt: skip
-    assert (learned.source, learned.python, learned.system_packages) == (
+    assert (learned.source, learned.version("python"), learned.system_packages) == (
         "agent",
         "3.9",
         ["gettext"],
@@ -198,9 +198,12 @@ def test_an_exported_task_carries_its_recipe() -> None:
     assert applied.env_commands == ("uv pip install -r /opt/swe-env/r.txt",)
     assert task_recipe_change({}) is None  # an old task: inferred again
     assert task_recipe_change(config | {"python": "2.7"}) is None  # unusable: inferred again
-    assert change.node is None
+    assert change.version("node") is None
     # a JS task builds on the Node major it was validated on (its recipe's node:N source)
     js = config | {"language": "JavaScript", "python": None, "test_runner": "mocha",
                    "recipe": ["package-manager:npm", "node:20", "runner:mocha:test"]}  # fmt: skip
     js_change = task_recipe_change(js)
-    assert js_change is not None and (js_change.node, js_change.python) == ("20", None)
+    assert js_change is not None and (js_change.version("node"), js_change.version("python")) == (
+        "20",
+        None,
+    )

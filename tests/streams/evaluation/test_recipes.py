@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from streams.core.settings import DockerSettings
 from streams.evaluation.recipes.infer import infer_recipes
+from streams.evaluation.recipes.languages import configured_images
 from streams.evaluation.recipes.languages.python.language import version_of_tag
 from streams.evaluation.recipes.languages.python.pytest_options import plan_pytest_run
 from streams.evaluation.recipes.languages.python.recipe import REQUIREMENTS_FILE
@@ -22,7 +22,7 @@ from streams.evaluation.recipes.overrides import load_overrides
 pytestmark = pytest.mark.unit
 
 PYTHONS = ["3.9", "3.11", "3.13", "3.14"]
-IMAGES = DockerSettings().python_images
+IMAGES = configured_images()["python"]
 
 
 def tree(files: dict[str, str]) -> TreeFiles:
@@ -42,7 +42,7 @@ def when(text: str) -> datetime:
 
 def recipes_of(files: dict[str, str], created: str = "2024-06-01", tag: str | None = None):  # type: ignore[no-untyped-def]
     recipes, facts = infer_recipes(
-        tree(files), repo="o/r", python_images=IMAGES, created_at=when(created),
+        tree(files), repo="o/r", images={"python": IMAGES}, created_at=when(created),
         release_tag=lambda: tag,
     )  # fmt: skip
     return recipes, facts
@@ -238,7 +238,7 @@ def test_an_override_wins_field_by_field(tmp_path: Path) -> None:
     )
     override = load_overrides(path).lookup("o/r")
     recipes, _ = infer_recipes(
-        tree({"setup.py": SETUP_PY}), repo="o/r", python_images=IMAGES, override=override
+        tree({"setup.py": SETUP_PY}), repo="o/r", images={"python": IMAGES}, override=override
     )
     (recipe,) = recipes
     assert recipe.python == "3.13" and recipe.pre_test_commands == ("make compile",)

@@ -44,7 +44,9 @@ def test_validate_clones_an_exported_task_from_its_recorded_remote(
     assert workspace.install_config["remote"] == pr.url_template.format(owner=owner, repo=name)
     # another machine: no clone yet, and a template that names nothing there
     repos = RepoCache(tmp_path / "elsewhere", f"file://{tmp_path}/nowhere/{{owner}}/{{repo}}.git")
-    docker = DockerSettings(base_image=base_image, python_images={"3.11": base_image})
+    docker = DockerSettings(
+        base_image=base_image, toolchain_images={"python": {"3.11": base_image}}
+    )
     validator = Validator(repos, lambda: docker_client, docker, ValidateSettings(runs=1), 1)
     (report,) = validate_task_dirs(root / "tasks", validator)
     assert report["task"] == TASK and report["valid"], report

@@ -102,6 +102,20 @@ class ToolchainImages:
         return f"{self.prefix}:{suite}"
 
 
+def debian_install_steps(
+    packages: str, *then: str, also_remove: tuple[str, ...] = ()
+) -> tuple[str, ...]:
+    """The steps of a toolchain image made of Debian's packages: the suite's lists fetched
+    (past a mirror's Valid-Until), ``packages`` installed without recommends, ``then`` run,
+    the lists (and ``also_remove``) removed from the layer."""
+    return (
+        "apt-get -o Acquire::Check-Valid-Until=false update",
+        f"DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {packages}",
+        *then,
+        " ".join(["rm -rf /var/lib/apt/lists/*", *also_remove]),
+    )
+
+
 class Language:
     """One language's plugin. Subclass it and override what the language has."""
 
@@ -110,9 +124,15 @@ class Language:
     name: str = ""
     title: str = ""  # for people, where it differs from ``name``: "JavaScript / TypeScript"
     spellings: frozenset[str] = frozenset()
-    # the toolchain whose versions have images (``Inputs.images``) and which an override
-    # names (``RepositoryOverride.python`` / ``.node``); None: the default base image only
+    # the toolchain whose versions have images (``Inputs.images``, ``docker.toolchain_images``)
+    # and which an override, a remembered recipe and a task's install config name as a key of
+    # their own (``python: "3.11"``, ``rust: "1.85"``); None: the default base image only
     toolchain: str | None = None
+    # how a version of the toolchain is written there (an override's is checked with it)
+    version_pattern: str = r"^\d+(\.\d+)?$"
+    # the hosts its package managers fetch from (name or ``*.suffix``): what the set-up
+    # agent's sandbox, and its prompt, may reach for this language
+    registries: tuple[str, ...] = ()
     order: int = 100  # detection order: the first language whose ``detect`` accepts a tree
     # its test runners: a log parser each, the reports they write, how the recipe side runs
     # them (the options their parsers read)
@@ -183,10 +203,29 @@ class Language:
         """Whether recipes of ``language`` (a recipe's or a repository's) are this one's."""
         return language == self.name or language in self.spellings
 
+    def default_images(self) -> dict[str, str]:
+        """The image of each version of its toolchain, unless the settings name others
+        (``docker.toolchain_images``): those of ``toolchain_images``, one per suite."""
+        images = self.toolchain_images
+        if images is None:
+            return {}
+        return {version: images.tag(suite) for suite, version in images.by_suite.items()}
+
+    def pinned_versions(self, inputs: Inputs) -> list[str | None] | None:
+        """The one version of its toolchain an override names (None: it names none): tried
+        alone when it has an image (or the base images carry the toolchain: the default base
+        image runs it), else nothing is tried (``no_recipe`` says why)."""
+        wanted = override_version(inputs.override, self.toolchain)
+        if wanted is None:
+            return None
+        images = inputs.images_of(self.toolchain)
+        return [wanted] if wanted in images or self.toolchain_images is None else []
+
     # ------------------------------------------------------------------ recipes and runs
     def version_of(self, recipe: InstallRecipe) -> str | None:
-        """The toolchain version ``recipe`` runs on (None: the base image's)."""
-        return recipe.python
+        """The toolchain version ``recipe`` runs on (None: the base image's): the one its
+        sources name (``<toolchain>:<version>``)."""
+        return source_version(recipe.sources, self.toolchain)
 
     def interpreter(self, recipe: InstallRecipe) -> str:
         """What runs the tests, for people reading a reason: ``python 3.11``, ``node 20``."""
@@ -263,6 +302,23 @@ class Language:
         its toolchain's own name, as ``node --test``), its project files' and its own words."""
         runners = frozenset(set(self.runners) - {self.toolchain or ""})
         return runners | self.project_files | self.vocabulary_words
+
+
+def source_version(sources: Sequence[str], toolchain: str | None) -> str | None:
+    """The version of ``toolchain`` a recipe's sources name (``rust:1.85``), or None."""
+    if not toolchain:
+        return None
+    prefix = f"{toolchain}:"
+    found = next((s[len(prefix) :] for s in map(str, sources) if s.startswith(prefix)), None)
+    return found if found and found != "default" else None
+
+
+def override_version(override: Any, toolchain: str | None) -> str | None:
+    """The version of ``toolchain`` an override (a ``RepositoryOverride``) names, or None."""
+    if override is None or not toolchain:
+        return None
+    version = override.version(toolchain)
+    return str(version) if version else None
 
 
 _lock = threading.RLock()
@@ -360,6 +416,22 @@ def runner_owner(runner: str) -> Language | None:
 def toolchains() -> dict[str, Language]:
     """The languages with a toolchain, by its name (``python``, ``node``)."""
     return {lang.toolchain: lang for lang in languages() if lang.toolchain is not None}
+
+
+def configured_images(
+    configured: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, dict[str, str]]:
+    """Every toolchain's image per version: the settings' (``docker.toolchain_images``) for
+    the toolchains they name, each language's own (``default_images``) for the others; a
+    toolchain the settings name that no language has is kept (its plugin may come later)."""
+    given = {name: dict(versions) for name, versions in (configured or {}).items()}
+    own = {name: lang.default_images() for name, lang in toolchains().items()}
+    return {**own, **given}
+
+
+def registries() -> tuple[str, ...]:
+    """The hosts every language's package managers fetch from, each once."""
+    return tuple(dict.fromkeys(host for lang in languages() for host in lang.registries))
 
 
 def interpreter_of(recipe: InstallRecipe) -> str:

@@ -12,6 +12,7 @@ unbalanced quote leaves the rest of the line to the command it starts in.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO, cast
 
@@ -226,3 +227,27 @@ def split_commands(line: str) -> list[SimpleCommand]:
 def split_words(line: str) -> list[list[str]]:
     """The words of each simple command of ``line``."""
     return [list(command.words) for command in split_commands(line)]
+
+
+APT_PROGRAMS = frozenset({"apt-get", "apt", "aptitude"})
+_PREFIXES = frozenset({"sudo", "env"})
+
+
+def apt_installed(words: Sequence[str]) -> list[str] | None:
+    """The packages one ``apt-get install`` / ``apt install`` command's words name (after a
+    ``sudo``, ``env`` or variable assignment; options and ``-o`` values left out); None when
+    the words are no apt install."""
+    at = 0
+    while at < len(words) and (words[at] in _PREFIXES or "=" in words[at]):
+        at += 1
+    if at >= len(words) or words[at].rsplit("/", 1)[-1] not in APT_PROGRAMS:
+        return None
+    args = list(words[at + 1 :])
+    if "install" not in args:
+        return None
+    after = args[args.index("install") + 1 :]
+    return [
+        word
+        for i, word in enumerate(after)
+        if not word.startswith("-") and (i == 0 or after[i - 1] != "-o")
+    ]

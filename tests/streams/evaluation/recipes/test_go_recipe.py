@@ -156,9 +156,11 @@ ID = "example.com/m/pkg/TestParse/empty_input"
 
 
 def test_ids_name_their_package_and_run_alone() -> None:
-    assert file_of(ID) == "example.com/m/pkg"
-    assert file_of("tests/test_x.py::TestParse") == "tests/test_x.py"  # Python's
-    assert file_of("test/a.test.js > Test > it") != "test"  # a JS title is no Go id
+    assert file_of(ID, "Go") == "example.com/m/pkg"
+    # each recipe's ids are read by its own language alone
+    assert file_of("tests/test_x.py::TestParse", "Python") == "tests/test_x.py"
+    assert file_of("test/a.test.js > Test > it", "JavaScript") == "test/a.test.js"
+    assert file_of(ID, "Fortran") is None  # no such language: no file
     command = check_command("go test -count=1 -json -vet=off", "go-test", ID)
     assert command == (
         "go test -count=1 -json -vet=off '-run=^TestParse$/^empty_input$' example.com/m/pkg"

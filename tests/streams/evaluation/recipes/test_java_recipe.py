@@ -281,8 +281,8 @@ def test_a_module_that_did_not_compile_and_the_class_running_when_killed() -> No
 
 def test_ids_name_their_class_and_a_check_command_runs_one() -> None:
     test = "demo.TemperatureTest#toCelsius(double, double)[1]"
-    assert file_of(test) == "demo.TemperatureTest"
-    assert file_of("demo.TemperatureTest$Body#normal") == "demo.TemperatureTest"
+    assert file_of(test, "Java") == "demo.TemperatureTest"
+    assert file_of("demo.TemperatureTest$Body#normal", "Java") == "demo.TemperatureTest"
     assert check_command(TESTS, "surefire", test) == (
         f"python3 {ENV_DIR}/{RUNNER_SCRIPT} 'demo.TemperatureTest#toCelsius(double, double)[1]'"
     )

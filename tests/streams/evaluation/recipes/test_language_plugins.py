@@ -12,19 +12,34 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from agents.enrich import known
 from agents.extract import Extract
 from agents.validate import ValidateStage
-from schemas import PatchSet, ValidatedTask
+from schemas import PatchSet, RememberedRecipe, ValidatedTask
+from streams.cli.recipes import summary
 from streams.clients.git import RepoCache
 from streams.core.settings import DockerSettings, ExtractSettings, ValidateSettings
 from streams.evaluation import log_parsers
+from streams.evaluation.images import build_toolchain_images, split_tag
 from streams.evaluation.recipes import languages as registry
 from streams.evaluation.recipes.infer import infer_recipes
-from streams.evaluation.recipes.memory import dependency_files
+from streams.evaluation.recipes.memory import (
+    RecipeTable,
+    as_override,
+    dependency_files,
+    interpreter_fields,
+    remembered_entry,
+)
+from streams.evaluation.recipes.overrides import (
+    RepositoryOverride,
+    interpreter_problem,
+    load_overrides,
+)
 from streams.evaluation.validator import Validator
 from streams.offline.local_repo import make_pull_request_repo
+from streams.pipeline.recipe_memory import RecipeBook
 from tests.agents.repo_tasks import classified_for
 from tests.streams.evaluation.test_js_recipes import tree
 
@@ -87,12 +102,53 @@ def test_the_entry_point_registers_the_language_everywhere(make_plugin: None) ->
     assert log_parsers.log_parser("make-lines").parse("RUN tests/a.sh\nPASS tests/a.sh\n") == {
         "tests/a.sh": "passed"
     }
-    assert log_parsers.file_of("tests/a.sh") == "tests/a.sh"
+    assert log_parsers.file_of("tests/a.sh", "Make") == "tests/a.sh"
     assert log_parsers.check_command("make test", "make-lines", "tests/a.sh") == (
         "make test tests/a.sh"
     )
     assert dependency_files(toy) == ["Makefile"]
     assert "Make" in known()  # enrich keeps its repositories' PRs by default
+
+
+@pytest.mark.unit
+def test_a_plugins_versioned_toolchain_is_configured_overridden_and_remembered(
+    make_plugin: None, tmp_path: Path
+) -> None:
+    toy = tree(BASE)
+    # its images: its own by default, the settings' under its toolchain's name (both spellings)
+    own = registry.configured_images()["make"]
+    assert own == {"4.3": "swe-stream-test/make:bookworm", "4.4": "swe-stream-test/make:trixie"}
+    for docker in (
+        DockerSettings(make_images={"4.3": "mk:1"}),  # type: ignore[call-arg]
+        DockerSettings(toolchain_images={"make": {"4.3": "mk:1"}}),
+    ):
+        assert registry.configured_images(docker.toolchain_images)["make"] == {"4.3": "mk:1"}
+    images = {"make": {"4.3": "mk:1", "4.4": "mk:2"}}
+    recipes, _ = infer_recipes(toy, repo="o/calc", images=images)
+    assert [(r.base_image, r.sources[-1]) for r in recipes] == [
+        ("mk:2", "make:4.4"),
+        ("mk:1", "make:4.3"),
+    ]
+    # an override names its version under the toolchain's name, checked as the plugin says
+    path = tmp_path / "overrides.yaml"
+    path.write_text('repositories:\n  o/calc:\n    make: "4.3"\n')
+    override = load_overrides(path).lookup("o/calc")
+    (pinned,) = infer_recipes(toy, repo="o/calc", images=images, override=override)[0]
+    assert pinned.base_image == "mk:1" and pinned.sources[-1] == "make:4.3"
+    assert infer_recipes(toy, repo="o/calc", images={"make": {}}, override=override)[0] == []
+    with pytest.raises(ValidationError, match="no Make toolchain version"):
+        RepositoryOverride(make="5")  # type: ignore[call-arg]
+    assert interpreter_problem("Python", RepositoryOverride(make="4.3")) is not None  # type: ignore[call-arg]
+    # what validation records and remembers: the version under the toolchain's name
+    entry = remembered_entry(
+        recipes[0], toy, repo="o/calc", instance_id="o__calc-1", base_commit="c" * 40, tests=2,
+        pipeline_version=1,
+    )  # fmt: skip
+    assert entry.toolchain_versions == {"make": "4.4"}
+    assert RememberedRecipe.from_json(entry.to_json()).version("make") == "4.4"
+    assert " make 4.4 " in summary(entry)
+    assert as_override(entry).version("make") == "4.4"
+    assert interpreter_fields(recipes[0]) == {"make": "4.4"}
 
 
 @pytest.mark.unit
@@ -133,11 +189,27 @@ async def test_a_toy_language_repository_validates_end_to_end(
     outcome = await Extract(repos, ExtractSettings(), 1)(classified_for(pr))
     (patches,) = outcome.outputs
     assert isinstance(patches, PatchSet)
-    docker = DockerSettings(
-        base_image=base_image, python_images={}, node_images={}, cache_level="env"
+    # its toolchain's image, built as `swe-stream images base --toolchains` builds a plugin's
+    make = registry.language_named("Make")
+    assert make is not None and make.toolchain_images is not None
+    MAKE_IMAGES = make.toolchain_images
+    prefix, suite = split_tag(base_image)
+    (built,) = build_toolchain_images(
+        MAKE_IMAGES, {suite: MAKE_IMAGES.by_suite[suite]}, base_prefix=prefix, client=docker_client
     )
+    version = MAKE_IMAGES.by_suite[suite]
+    docker = DockerSettings(
+        base_image=base_image,
+        toolchain_images={"python": {}, "node": {}},
+        make_images={version: built.tag},  # its setting, under its toolchain's name
+        cache_level="env",
+    )  # type: ignore[call-arg]
     settings = ValidateSettings(runs=2, test_timeout_seconds=120)
-    stage = ValidateStage(Validator(repos, lambda: docker_client, docker, settings, 1))
+    table = RecipeTable()
+    validator = Validator(repos, lambda: docker_client, docker, settings, 1, memory=table)
+    book = RecipeBook(table)
+    book.mark_restored()  # nothing to restore: no topic
+    stage = ValidateStage(validator, recipes=book)
     validated = await stage(patches)
     assert validated.status == "accepted", (validated.reason, validated.detail)
     (task,) = validated.outputs
@@ -146,7 +218,11 @@ async def test_a_toy_language_repository_validates_end_to_end(
     assert task.PASS_TO_PASS == ["tests/test_mul.sh"]
     assert task.install_config.language == "Make"
     assert task.install_config.test_runner == "make-lines"
-    assert "make" in task.install_config.system_packages
+    # it ran on its toolchain's image, said under the toolchain's name, and is remembered so
+    assert task.install_config.base_image == built.tag
+    assert task.install_config.toolchain_versions == {"make": version}
+    (entry,) = table.all()
+    assert entry.toolchain_versions == {"make": version} and entry.repo == pr.repo
     # its checks are the runner's own command with the test appended
     assert any(check.endswith("'tests/test_add.sh'") or check.endswith("tests/test_add.sh")
                for check in task.checks)  # fmt: skip

@@ -209,8 +209,8 @@ def test_ids_name_package_and_target_and_run_alone() -> None:
     assert check_command(base, "cargo-test", "ws-cli::bin/ws-cli::tests::answer") == (
         f"{base} -p ws-cli --bin ws-cli -- --exact tests::answer"
     )
-    assert file_of("ws-core::api::nested::deeper") == "ws-core"
-    assert file_of("tests/test_x.py::TestA::test_b") == "tests/test_x.py"  # Python's
+    assert file_of("ws-core::api::nested::deeper", "Rust") == "ws-core"
+    assert file_of("tests/test_x.py::TestA::test_b", "Python") == "tests/test_x.py"
     language = language_named("Rust")
     assert language is not None
     assert not language.may_fail_to_pass("ws-core::doc::src/lib.rs - double (line 3)")
@@ -404,4 +404,4 @@ def test_the_recipe_memory_leaves_the_rustc_to_each_prs_inference(tmp_path: Path
         recipe, tree_of(tmp_path / "again", files), repo="o/r", instance_id="o__r-1",
         base_commit="c" * 40, tests=2, pipeline_version=1,
     )  # fmt: skip
-    assert entry.rust is None and entry.python is None
+    assert entry.model_extra == {"rust": None}  # named, its version picked per PR

@@ -17,7 +17,7 @@ from streams.evaluation.recipes.sources.loaders import (
     load_toml,
     load_yaml,
 )
-from streams.evaluation.recipes.sources.shell import split_commands, split_words
+from streams.evaluation.recipes.sources.shell import apt_installed, split_commands, split_words
 from streams.evaluation.recipes.sources.tree import MAX_FILE_BYTES, SourceTree
 
 pytestmark = pytest.mark.unit
@@ -422,3 +422,22 @@ def test_the_splitter_never_raises_and_cuts_from_the_line(line: str) -> None:
     for command in split_commands(line):
         assert command.text == line[command.start : command.end]
         assert command.words and command.text
+
+
+@pytest.mark.parametrize(
+    ("line", "packages"),
+    [
+        ("sudo apt-get install -y libssl-dev pkg-config", ["libssl-dev", "pkg-config"]),
+        (
+            "DEBIAN_FRONTEND=noninteractive apt install -o Dpkg::Options::=x -q zlib1g-dev",
+            ["zlib1g-dev"],
+        ),
+        ("sudo env A=1 /usr/bin/apt-get -y install gettext", ["gettext"]),
+        ("apt-get update", None),
+        ("pip install apt", None),
+        ("aptitude install --assume-yes libxml2-dev", ["libxml2-dev"]),
+    ],
+)
+def test_the_packages_an_apt_install_names(line: str, packages: list[str] | None) -> None:
+    (command,) = split_commands(line)
+    assert apt_installed(command.words) == packages

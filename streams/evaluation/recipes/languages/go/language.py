@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from streams.evaluation.log_parsers.base import LogParser
-from streams.evaluation.recipes.languages import Cause, Inputs, Language
+from streams.evaluation.recipes.languages import Cause, Inputs, Language, source_version
 from streams.evaluation.recipes.languages.go import prompts
 from streams.evaluation.recipes.languages.go.changed import changed_tests
 from streams.evaluation.recipes.languages.go.recipe import (
@@ -53,6 +53,8 @@ def _split(test_id: str) -> tuple[str, str]:
 class Go(Language):
     name = LANGUAGE_NAME
     toolchain = "go"
+    version_pattern = r"^1\.\d+$"  # an image's major.minor: "1.24"
+    registries = ("proxy.golang.org", "sum.golang.org")
     # before Python and JavaScript: a Go module with a script in Python, or a package.json
     # for its docs site, is tested with go
     order = 5
@@ -92,9 +94,9 @@ class Go(Language):
 
     def versions(self, facts: Any, inputs: Inputs) -> list[str | None]:
         images = inputs.images_of(self.toolchain)
-        override = inputs.override
-        if override is not None and getattr(override, "go", None):
-            return [override.go] if override.go in images else []
+        pinned = self.pinned_versions(inputs)
+        if pinned is not None:
+            return pinned
         modules = tested_modules(facts, inputs.changed_files)
         return list(go_versions(facts, images, modules))
 
@@ -105,12 +107,6 @@ class Go(Language):
         tags = build_tags(tree, inputs.changed_files)
         return go_recipe(facts, version, images, inputs.changed_files, tags)
 
-    def infer(self, tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any]:
-        from streams.evaluation.recipes.overrides import apply_override
-
-        recipes, facts = super().infer(tree, inputs)
-        return [apply_override(r, inputs.override) for r in recipes], facts
-
     def no_recipe(self, facts: Any, inputs: Inputs) -> tuple[str, str]:
         built = ", ".join(sorted(inputs.images_of(self.toolchain))) or "none built"
         return (
@@ -118,13 +114,8 @@ class Go(Language):
             f"no go image for this module (built: {built}; swe-stream images base --toolchains)",
         )
 
-    def version_of(self, recipe: InstallRecipe) -> str | None:
-        return next((s.split(":", 1)[1] for s in recipe.sources if s.startswith("go:")), None)
-
     def interpreter(self, recipe: InstallRecipe) -> str:
-        fetched = next(
-            (s.split(":", 1)[1] for s in recipe.sources if s.startswith("toolchain:")), None
-        )
+        fetched = source_version(recipe.sources, "toolchain")  # one fetched past the image's
         return (
             f"go {fetched.removeprefix('go')}"
             if fetched

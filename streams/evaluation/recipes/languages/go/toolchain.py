@@ -9,7 +9,7 @@ image, like any module: the tests then run it without network.
 
 from __future__ import annotations
 
-from streams.evaluation.recipes.languages import ToolchainImages
+from streams.evaluation.recipes.languages import ToolchainImages, debian_install_steps
 
 # Debian suite -> the go its golang-go package installs (oldest suite first)
 DEBIAN_GO_PATCH = {"bookworm": "1.19.8", "trixie": "1.24.4", "forky": "1.27.3"}
@@ -21,12 +21,7 @@ GO_IMAGES = ToolchainImages(
     prefix="swe-stream/go",
     label="org.swe-stream.go",
     by_suite=DEBIAN_GO,
-    steps=(
-        "apt-get -o Acquire::Check-Valid-Until=false update",
-        "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends golang-go",
-        "go version",
-        "rm -rf /var/lib/apt/lists/*",
-    ),
+    steps=debian_install_steps("golang-go", "go version"),
     # go never fetches a toolchain of its own accord (a recipe names the one it fetches);
     # the module cache is writable, so a layer of it can be removed and rebuilt
     environment=(("GOTOOLCHAIN", "local"), ("GOFLAGS", "-modcacherw")),

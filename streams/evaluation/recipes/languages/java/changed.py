@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from streams.evaluation.recipes.model import TreeFiles
-from streams.evaluation.recipes.patched import file_patches, new_side
+from streams.evaluation.recipes.patched import file_patches, new_side, touched_by
 
 __all__ = ["changed_tests", "find_test_methods"]
 
@@ -151,11 +151,9 @@ def changed_tests(tree: TreeFiles, test_patch: str) -> list[str]:
         if not path or not path.endswith(".java") or TEST_SOURCES not in path:
             continue
         text, added = new_side(tree, patch, _MAX_SOURCE)
-        lines = sorted(added)
         package, methods = find_test_methods(text)
-        for method in methods:
-            first = bisect.bisect_left(lines, method.start)
-            if first < len(lines) and lines[first] <= method.end and method.classes:
+        for method in touched_by(methods, added, lambda m: (m.start, m.end)):
+            if method.classes:
                 qualified = ".".join(p for p in (package, method.classes[0]) if p)
                 nested = "".join(f"${c}" for c in method.classes[1:])
                 found.add(f"{qualified}{nested}#{method.name}")

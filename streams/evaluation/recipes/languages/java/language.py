@@ -61,6 +61,8 @@ class JavaFacts:
 class Java(Language):
     name = LANGUAGE_NAME
     toolchain = "java"
+    version_pattern = r"^\d+$"  # a JDK's major: "17"
+    registries = ("repo.maven.apache.org", "repo1.maven.org")
     # after Go and Rust, before Python and JavaScript: a Maven project with a Python script or
     # a package.json for its docs site is tested with Maven
     order = 7
@@ -119,9 +121,9 @@ class Java(Language):
         if not isinstance(facts, JavaFacts):
             return []
         images = inputs.images_of(self.toolchain)
-        override = inputs.override
-        if override is not None and getattr(override, "java", None):
-            return [override.java] if override.java in images else []
+        pinned = self.pinned_versions(inputs)
+        if pinned is not None:
+            return pinned
         return list(java_versions(facts.need, images))
 
     def recipe(
@@ -132,12 +134,6 @@ class Java(Language):
         return java_recipe(
             facts.maven, version or "", images, facts.need, facts.why, facts.warm_up, pull_request
         )
-
-    def infer(self, tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any]:
-        from streams.evaluation.recipes.overrides import apply_override
-
-        recipes, facts = super().infer(tree, inputs)
-        return [apply_override(r, inputs.override) for r in recipes], facts
 
     def no_recipe(self, facts: Any, inputs: Inputs) -> tuple[str, str]:
         if isinstance(facts, GradleBuild):
@@ -155,9 +151,6 @@ class Java(Language):
             f"the build needs Java {need} ({asked}); images have {built} "
             "(swe-stream images base --toolchains)",
         )
-
-    def version_of(self, recipe: InstallRecipe) -> str | None:
-        return next((s.split(":", 1)[1] for s in recipe.sources if s.startswith("java:")), None)
 
     def interpreter(self, recipe: InstallRecipe) -> str:
         return f"OpenJDK {self.version_of(recipe) or 'default'}"

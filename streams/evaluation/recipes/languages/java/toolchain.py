@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 
-from streams.evaluation.recipes.languages import ToolchainImages
+from streams.evaluation.recipes.languages import ToolchainImages, debian_install_steps
 
 # Debian suite -> the OpenJDK major installed there (oldest suite first)
 DEBIAN_JDK = {"bullseye": "11", "bookworm": "17", "trixie": "21", "forky": "25"}
@@ -69,15 +69,12 @@ JAVA_IMAGES = ToolchainImages(
     prefix="swe-stream/java",
     label="org.swe-stream.java",
     by_suite=DEBIAN_JDK,
-    steps=(
-        "apt-get -o Acquire::Check-Valid-Until=false update",
-        "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
+    steps=debian_install_steps(
         "openjdk-${TOOLCHAIN_VERSION}-jdk-headless maven",
         _TOOLCHAINS_STEP,
         _TRUST_STEP,
         f"mkdir -p {MAVEN_REPOSITORY}",
         "java -version && mvn -version",
-        "rm -rf /var/lib/apt/lists/*",
     ),
     environment=(
         # the image's repository, a Maven JVM of modest size

@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from schemas.tasks import TestStatus
 from streams.evaluation.log_parsers.base import LogParser, ReportFile
-from streams.evaluation.recipes.languages import Cause, Inputs, Language, ToolchainImages
+from streams.evaluation.recipes.languages import (
+    Cause,
+    Inputs,
+    Language,
+    ToolchainImages,
+    debian_install_steps,
+    override_version,
+)
 from streams.evaluation.recipes.languages.javascript import prompts
 from streams.evaluation.recipes.languages.javascript.package import MAX_LOCKFILE_BYTES, JsFacts
 from streams.evaluation.recipes.languages.javascript.recipe import (
@@ -56,12 +63,6 @@ _NATIVE_SOURCE = re.compile(
 )
 
 
-def node_of_sources(sources: Iterable[str]) -> str | None:
-    """The Node major a recipe's sources name (``node:20``), or None."""
-    found = next((s.split(":", 1)[1] for s in map(str, sources) if s.startswith("node:")), None)
-    return found if found is not None and found.isdigit() else None
-
-
 # Node.js images: Debian's own ``nodejs`` and ``npm`` on a suite's base image, and corepack
 # (yarn, pnpm) where the suite does not package it (bookworm): from the npm registry. The Node
 # major of each suite is ``versions.DEBIAN_NODE`` (checked with ``apt-cache policy nodejs``:
@@ -70,12 +71,11 @@ NODE_IMAGES = ToolchainImages(
     prefix="swe-stream/node",
     label="org.swe-stream.node",
     by_suite=DEBIAN_NODE,
-    steps=(
-        "apt-get -o Acquire::Check-Valid-Until=false update",
-        "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm",
+    steps=debian_install_steps(
+        "nodejs npm",
         "(command -v corepack >/dev/null || npm install --global --no-audit --no-fund corepack)",
         "node --version && npm --version && corepack --version",
-        "rm -rf /var/lib/apt/lists/* /root/.npm",
+        also_remove=("/root/.npm",),
     ),
     environment=(("NODE_EXTRA_CA_CERTS", "/etc/ssl/certs/ca-certificates.crt"),),
     note="Node's own CA list lacks a TLS-intercepting proxy's: the system store has it",
@@ -87,6 +87,8 @@ class JavaScript(Language):
     title = "JavaScript / TypeScript"
     spellings = SPELLINGS
     toolchain = "node"
+    version_pattern = r"^\d+$"  # a Node major: "20"
+    registries = ("registry.npmjs.org",)
     order = 20
     runners = {
         "jest": LogParser(jest.parse_jest_output, jest.running_when_killed, report="jest-json"),
@@ -156,7 +158,8 @@ class JavaScript(Language):
 
     def versions(self, facts: Any, inputs: Inputs) -> list[str | None]:
         images = inputs.images_of(self.toolchain)
-        return js_versions(facts, images, inputs.created_at, inputs.changed_files, inputs.override)
+        pinned = self.pinned_versions(inputs)
+        return js_versions(facts, images, inputs.created_at, inputs.changed_files, pinned)
 
     def infer(self, tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any]:
         return infer_js_recipes(
@@ -164,21 +167,18 @@ class JavaScript(Language):
             node_images=inputs.images_of(self.toolchain),
             created_at=inputs.created_at,
             changed_files=inputs.changed_files,
-            override=inputs.override,
+            pinned=self.pinned_versions(inputs),
         )
 
     def no_recipe(self, facts: JsFacts, inputs: Inputs) -> tuple[str, str]:
         engines = facts.root.engines_node
         nodes = ", ".join(sorted(inputs.images_of(self.toolchain), key=int)) or "none built"
-        override = inputs.override
-        if override is not None and override.node is not None:
-            return NO_NODE, f"the override's node {override.node} has no image ({nodes})"
+        pinned = override_version(inputs.override, self.toolchain)
+        if pinned is not None:
+            return NO_NODE, f"the override's node {pinned} has no image ({nodes})"
         if engines is None:  # every Node fits: an override names one with no image
             return NO_NODE, f"the Node major the override names has no image (built: {nodes})"
         return NO_NODE, f"engines.node {engines!r} excludes every Node with an image ({nodes})"
-
-    def version_of(self, recipe: InstallRecipe) -> str | None:
-        return node_of_sources(recipe.sources)
 
     def interpreter(self, recipe: InstallRecipe) -> str:
         if recipe.python is not None:  # a recipe of the default base image's Python

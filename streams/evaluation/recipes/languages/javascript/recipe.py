@@ -49,7 +49,6 @@ from streams.evaluation.recipes.languages.javascript.versions import (
     node_order,
 )
 from streams.evaluation.recipes.model import ENV_DIR, TESTBED, InstallRecipe, TreeFiles
-from streams.evaluation.recipes.overrides import RepositoryOverride, apply_override
 
 # the options each runner gets, for its log parser: the parser side's table
 # (``log_parsers.RUNNER_COMMANDS``), whose report arguments the validator appends
@@ -640,13 +639,13 @@ def js_versions(
     node_images: dict[str, str],
     created_at: datetime | None = None,
     changed_files: Iterable[str] = (),
-    override: RepositoryOverride | None = None,
+    pinned: list[str | None] | None = None,
 ) -> list[str | None]:
     """The Node majors to try, best first (``node_candidates`` for the PR's package); None
-    alone: the default base image. An override's ``node`` is the only one tried, if it has an
-    image (``engines.node`` notwithstanding)."""
-    if override is not None and override.node is not None:
-        return [override.node] if override.node in node_images else []
+    alone: the default base image. The ones an override pins (``Language.pinned_versions``)
+    are the only ones tried (``engines.node`` notwithstanding)."""
+    if pinned is not None:
+        return pinned
     if not node_images:
         return [None]
     package = package_of(facts, tuple(changed_files))
@@ -659,18 +658,18 @@ def infer_js_recipes(
     node_images: dict[str, str],
     created_at: datetime | None = None,
     changed_files: Iterable[str] = (),
-    override: RepositoryOverride | None = None,
+    pinned: list[str | None] | None = None,
 ) -> tuple[list[InstallRecipe], JsFacts | None]:
     """The recipes to try (best first) and the facts they were made of; none when the tree
     has no package.json, or ``engines.node`` excludes every Node there is an image of.
     ``node_images``: Node major -> base image (``versions.node_images_by_suite``); empty: one
-    recipe on the default base image. An override's ``node`` is the only major tried: its
-    recipe when it has an image, else none (its ``python`` is ignored)."""
+    recipe on the default base image. ``pinned``: the Node majors an override pins, the only
+    ones tried (the override itself is applied by ``infer_for``)."""
     facts = read_js_facts(tree)
     if facts is None:
         return [], None
     changed = tuple(changed_files)
-    nodes = js_versions(facts, node_images, created_at, changed, override)
+    nodes = js_versions(facts, node_images, created_at, changed, pinned)
     before = created_at.strftime("%Y-%m-%d") if created_at else None
     recipes = []
     for node in nodes:
@@ -679,5 +678,5 @@ def infer_js_recipes(
             facts=facts, node=node, base_image=node_images.get(node, "") if node else "",
             before=before, changed_files=changed,
         )  # fmt: skip
-        recipes.append(apply_override(js_recipe(ctx), override))
+        recipes.append(js_recipe(ctx))
     return recipes, facts

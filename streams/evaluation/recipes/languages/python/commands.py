@@ -10,7 +10,7 @@ import posixpath
 import shlex
 
 from streams.evaluation.recipes.languages.python.tox import looks_python_env
-from streams.evaluation.recipes.sources.shell import split_commands
+from streams.evaluation.recipes.sources.shell import APT_PROGRAMS, apt_installed, split_commands
 
 _WRAPPERS = {
     ("uv", "run"),
@@ -219,16 +219,9 @@ def _classify_simple(segment: str) -> tuple[str, list[str]]:
         return "other", []
     head = posixpath.basename(argv[0]).lower()
     args = argv[1:]
-    if head in {"apt-get", "apt", "aptitude"}:
-        if "install" not in args:
-            return "other", []
-        after = args[args.index("install") + 1 :]
-        packages = [
-            arg
-            for i, arg in enumerate(after)
-            if not arg.startswith("-") and (i == 0 or after[i - 1] != "-o")
-        ]
-        return "system", packages
+    if head in APT_PROGRAMS:
+        packages = apt_installed([head, *args])
+        return ("other", []) if packages is None else ("system", packages)
     install = _install_kind(head, args)
     if install:
         return install, []

@@ -19,7 +19,6 @@ from streams.evaluation.recipes.languages.python.requirements import is_requirem
 from streams.evaluation.recipes.languages.python.runners import junit, pytest, unittest
 from streams.evaluation.recipes.languages.python.versions import python_order
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
-from streams.evaluation.recipes.overrides import apply_override
 
 log = logging.getLogger("swe_stream.recipes")
 
@@ -34,6 +33,12 @@ DEPENDENCY_FILES = frozenset(
         ".python-version", "MANIFEST.in", "pytest.ini", "conftest.py",
     }
 )  # fmt: skip
+# the Python (major.minor) of each Debian suite's python3, which the base images of that suite
+# carry (``swe-stream images base``; the engine's ``images.PYTHON_SUITES`` says the same)
+BASE_IMAGE_PYTHONS = {"bullseye": "3.9", "bookworm": "3.11", "trixie": "3.13", "forky": "3.14"}
+BASE_IMAGE_PREFIX = "swe-stream/base"
+# the hosts pip and uv fetch from
+PYPI = ("pypi.org", "files.pythonhosted.org", "*.pythonhosted.org")
 # sources of a compiled extension: the recipe's rebuild steps run again after a patch to one
 _COMPILED_SOURCE = re.compile(
     r"^diff --git a/\S+\.(?:c|h|cc|cpp|cxx|hpp|pyx|pxd|pxi|f|f90|rs)\s", re.MULTILINE
@@ -73,10 +78,10 @@ def declared_pythons(facts: ProjectFacts) -> list[str]:
 def python_versions(facts: ProjectFacts, inputs: Inputs) -> list[str | None]:
     """The Pythons to try, best first (``versions.python_order``); None alone: the default
     base image, whatever Python it has. An override's ``python`` is the only one tried."""
-    override = inputs.override
+    pinned = LANGUAGE.pinned_versions(inputs)
+    if pinned is not None:
+        return pinned
     images = inputs.images_of("python")
-    if override is not None and override.python:
-        return [override.python]
     if not images:  # no base image per Python: the default one
         return [None]
     declared = declared_pythons(facts)
@@ -106,13 +111,15 @@ def python_recipes(tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe]
             exclude_newer=exclude_newer,
             version=version,
         )
-        recipes.append(apply_override(python_recipe(context), inputs.override))
+        recipes.append(python_recipe(context))
     return recipes, facts
 
 
 class Python(Language):
     name = "Python"
     toolchain = "python"
+    version_pattern = r"^3\.\d+$"
+    registries = PYPI
     order = 10  # first: a Python project with a package.json for its docs is tested with pytest
     runners = {
         "pytest": LogParser(pytest.parse_pytest_output, pytest.running_when_killed, "junit"),
@@ -160,6 +167,13 @@ class Python(Language):
             f"requires-python {facts.requires_python!r} excludes every Python with a base "
             f"image ({pythons})"
         )
+
+    def default_images(self) -> dict[str, str]:
+        # the base images themselves (its toolchain has no images of its own)
+        return {v: f"{BASE_IMAGE_PREFIX}:{suite}" for suite, v in BASE_IMAGE_PYTHONS.items()}
+
+    def version_of(self, recipe: InstallRecipe) -> str | None:
+        return recipe.python
 
     def test_id_shape(self, runner: str) -> str:
         return "a pytest node id (path::Class::test_name)"

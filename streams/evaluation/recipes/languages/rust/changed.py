@@ -31,8 +31,6 @@ Nothing raises on a malformed patch: what could be read is returned.
 
 from __future__ import annotations
 
-import bisect
-
 from streams.evaluation.recipes.languages.rust.cargo import (
     CargoFacts,
     CargoPackage,
@@ -41,7 +39,7 @@ from streams.evaluation.recipes.languages.rust.cargo import (
 )
 from streams.evaluation.recipes.languages.rust.inline import test_functions
 from streams.evaluation.recipes.model import TreeFiles
-from streams.evaluation.recipes.patched import file_patches, new_side
+from streams.evaluation.recipes.patched import file_patches, new_side, touched_by
 
 __all__ = ["changed_tests"]
 
@@ -67,11 +65,8 @@ def changed_tests(tree: TreeFiles, test_patch: str) -> list[str]:
             continue
         prefix, modules = where
         text, added = new_side(tree, patch, _MAX_SOURCE)
-        lines = sorted(added)
-        for test in test_functions(text):
-            first = bisect.bisect_left(lines, test.start)  # the first added line in its range?
-            if first < len(lines) and lines[first] <= test.end:
-                found.add("::".join((prefix, *modules, *test.modules, test.name)))
+        for test in touched_by(test_functions(text), added, lambda t: (t.start, t.end)):
+            found.add("::".join((prefix, *modules, *test.modules, test.name)))
     return sorted(found)
 
 

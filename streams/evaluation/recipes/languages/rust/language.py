@@ -47,6 +47,8 @@ _RUST_SOURCE = re.compile(r"^diff --git a/\S+\.rs\s", re.MULTILINE)
 class Rust(Language):
     name = LANGUAGE_NAME
     toolchain = "rust"
+    version_pattern = r"^1\.\d+$"  # a rustc image's major.minor: "1.85"
+    registries = ("crates.io", "index.crates.io", "static.crates.io")
     # before Python and JavaScript: a crate with Python bindings or a package.json for its
     # docs site is tested with cargo (after Go: a Go module with a Rust helper is Go's)
     order = 6
@@ -94,9 +96,9 @@ class Rust(Language):
 
     def versions(self, facts: Any, inputs: Inputs) -> list[str | None]:
         images = inputs.images_of(self.toolchain)
-        override = inputs.override
-        if override is not None and getattr(override, "rust", None):
-            return [override.rust] if override.rust in images else []
+        pinned = self.pinned_versions(inputs)
+        if pinned is not None:
+            return pinned
         need = needed_rust(facts, tested_packages(facts, inputs.changed_files))
         return list(rust_versions(need, images, inputs.created_at))
 
@@ -121,8 +123,6 @@ class Rust(Language):
         )
 
     def infer(self, tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any]:
-        from streams.evaluation.recipes.overrides import apply_override
-
         recipes, facts = super().infer(tree, inputs)
         if recipes and feature_options(tree):
             # the CI's features may take in a dependency today's rustc no longer builds
@@ -130,7 +130,7 @@ class Rust(Language):
             # first rustc without them
             first = self.versions(facts, inputs)[0]
             recipes.insert(1, self.recipe(tree, facts, first, inputs, features=()))
-        return [apply_override(r, inputs.override) for r in recipes], facts
+        return recipes, facts
 
     def tests_for(self, tree: TreeFiles, files: list[str]) -> list[str]:
         # cargo runs packages: the directory of each file's package, which the base has even
@@ -159,9 +159,6 @@ class Rust(Language):
             f"asked for rustc {need.version} ({asked}); images have {built} "
             f"(Debian's rustc per suite: {debian})",
         )
-
-    def version_of(self, recipe: InstallRecipe) -> str | None:
-        return next((s.split(":", 1)[1] for s in recipe.sources if s.startswith("rust:")), None)
 
     def interpreter(self, recipe: InstallRecipe) -> str:
         return f"rustc {self.version_of(recipe) or 'default'}"

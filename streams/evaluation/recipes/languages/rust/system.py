@@ -14,26 +14,12 @@ import re
 
 from streams.evaluation.recipes.model import TreeFiles
 from streams.evaluation.recipes.sources.ci import read_ci
-from streams.evaluation.recipes.sources.shell import split_commands
+from streams.evaluation.recipes.sources.shell import apt_installed, split_commands
 from streams.evaluation.recipes.sources.tree import SourceTree
 
 BUILD_TOOLS = frozenset({"cmake", "clang", "nasm", "protobuf-compiler", "pkg-config", "pkgconf"})
 _DEBIAN_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]+")
 MAX_PACKAGES = 20
-
-
-def _installed(words: list[str]) -> list[str]:
-    """The packages of one ``apt-get install`` / ``apt install`` command's words."""
-    while words and (words[0] in ("sudo", "env") or "=" in words[0]):
-        words = words[1:]
-    if not words or words[0] not in ("apt-get", "apt") or "install" not in words:
-        return []
-    after = words[words.index("install") + 1 :]
-    return [
-        word
-        for at, word in enumerate(after)
-        if not word.startswith("-") and (at == 0 or after[at - 1] != "-o")
-    ]
 
 
 def ci_system_packages(tree: TreeFiles) -> tuple[str, ...]:
@@ -43,7 +29,7 @@ def ci_system_packages(tree: TreeFiles) -> tuple[str, ...]:
     for job in read_ci(source).jobs:
         for step in job.steps:
             for command in split_commands(step.run or ""):
-                for package in _installed(list(command.words)):
+                for package in apt_installed(command.words) or ():
                     name = package.split("=", 1)[0].split(":", 1)[0]
                     if _DEBIAN_NAME.fullmatch(name) and (
                         name.endswith("-dev") or name in BUILD_TOOLS

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from streams.evaluation.recipes.languages import ToolchainImages
+from streams.evaluation.recipes.languages import ToolchainImages, debian_install_steps
 
 # Debian suite -> the rustc its package installs (oldest suite first)
 DEBIAN_RUST_PATCH = {"bookworm": "1.63.0", "trixie": "1.85.1", "forky": "1.97.1"}
@@ -24,15 +24,12 @@ RUST_IMAGES = ToolchainImages(
     prefix="swe-stream/rust",
     label="org.swe-stream.rust",
     by_suite=DEBIAN_RUST,
-    steps=(
-        "apt-get -o Acquire::Check-Valid-Until=false update",
-        # a C compiler, make and pkg-config: build scripts of -sys crates and of crates that
-        # build C sources (the cc crate) use them
-        "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
+    # a C compiler, make and pkg-config: build scripts of -sys crates and of crates that build
+    # C sources (the cc crate) use them
+    steps=debian_install_steps(
         "rustc cargo gcc g++ make pkg-config libc6-dev",
         f"mkdir -p {CARGO_HOME}",
         "rustc --version && cargo --version",
-        "rm -rf /var/lib/apt/lists/*",
     ),
     environment=(
         ("CARGO_HOME", CARGO_HOME),

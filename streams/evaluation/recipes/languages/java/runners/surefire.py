@@ -15,17 +15,14 @@ DOCTYPE, no entity); a malformed one is passed over, its tests then have no stat
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ElementTree
 
 from schemas.tasks import TestStatus
-from streams.evaluation.recipes.sources.loaders import parse_xml
+from streams.evaluation.log_parsers.junit import case_status, record, report_root, testcases
 
 PREFIX = "swe-mvn-test: "
 REPORT = f"{PREFIX}report "
 END = f"{PREFIX}end of report"
 DID_NOT_COMPILE = f"{PREFIX}did not compile "
-_RANK: dict[TestStatus, int] = {"passed": 0, "skipped": 1, "error": 2, "failed": 3}
-_CHILD_STATUS: dict[str, TestStatus] = {"failure": "failed", "error": "error", "skipped": "skipped"}
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # Maven 3.8's console resets its colours at exit
 _RUNNING = re.compile(r"^\[INFO\] Running (\S+)\s*$")
 _RAN = re.compile(r"Tests run: \d+.* (?:-|in) (\S+)\s*$")
@@ -65,29 +62,14 @@ def split_id(test_id: str) -> tuple[str, str]:
     return classname, method
 
 
-def _status(case: ElementTree.Element) -> TestStatus:
-    status: TestStatus = "passed"
-    for child in case:
-        found = _CHILD_STATUS.get(child.tag.rsplit("}", 1)[-1])
-        if found is not None and _RANK[found] > _RANK[status]:
-            status = found
-    return status
-
-
 def parse_report(text: str | bytes) -> dict[str, TestStatus]:
     """The statuses of one Surefire report (ValueError when it is no JUnit XML report)."""
-    root = parse_xml(text)
-    if root.tag not in ("testsuite", "testsuites"):
-        raise ValueError(f"not a Surefire report: root element <{root.tag}>")
+    root = report_root(text, "Surefire report")
     statuses: dict[str, TestStatus] = {}
-    for case in root.iter("testcase"):
+    for case in testcases(root):
         classname, name = case.get("classname", ""), case.get("name", "")
-        if not classname or not name:
-            continue
-        test = test_id(classname, name)
-        status = _status(case)
-        if test not in statuses or _RANK[status] > _RANK[statuses[test]]:
-            statuses[test] = status
+        if classname and name:
+            record(statuses, test_id(classname, name), case_status(case))
     return statuses
 
 
@@ -100,8 +82,7 @@ def parse_surefire_log(output: str) -> dict[str, TestStatus]:
         except ValueError:
             continue
         for test, status in found.items():
-            if test not in statuses or _RANK[status] > _RANK[statuses[test]]:
-                statuses[test] = status
+            record(statuses, test, status)
     return statuses
 
 

@@ -36,38 +36,21 @@ import re
 import xml.etree.ElementTree as ElementTree
 
 from schemas.tasks import TestStatus
-from streams.evaluation.recipes.sources.loaders import XmlRefused, parse_xml
-
-_RANK: dict[TestStatus, int] = {"passed": 0, "skipped": 1, "error": 2, "failed": 3}
+from streams.evaluation.log_parsers.junit import case_status, record, report_root, testcases
 
 _COLLECTION_MESSAGES = frozenset({"collection failure", "collection skipped"})
-
-_CHILD_STATUS: dict[str, TestStatus] = {
-    "failure": "failed",
-    "error": "error",
-    "skipped": "skipped",
-}
 
 
 def parse_junit_xml(text: str | bytes) -> dict[str, TestStatus]:
     """Per-test statuses from a JUnit XML report pytest wrote (xunit1 or xunit2)."""
-    root = _parse_safely(text)
-    if _local(root.tag) not in ("testsuites", "testsuite"):
-        raise ValueError(
-            f"not a JUnit XML report: root element <{_local(root.tag)}>, "
-            "expected <testsuites> or <testsuite>"
-        )
+    root = report_root(text)
     statuses: dict[str, TestStatus] = {}
-    for case in root.iter():
-        if _local(case.tag) != "testcase" or _is_collection_report(case):
+    for case in testcases(root):
+        if _is_collection_report(case):
             continue
         test = junit_node_id(case.get("classname", ""), case.get("name", ""), case.get("file"))
-        if test is None:
-            continue
-        status = _case_status(case)
-        previous = statuses.get(test)
-        if previous is None or _RANK[status] > _RANK[previous]:
-            statuses[test] = status
+        if test is not None:
+            record(statuses, test, case_status(case))
     return statuses
 
 
@@ -104,37 +87,5 @@ def dotted_path_and_classes(dotted: str, *, min_classes: int = 0) -> tuple[str, 
     return "/".join(segments[:end]) + ".py", segments[end:]
 
 
-def _case_status(case: ElementTree.Element) -> TestStatus:
-    status: TestStatus = "passed"
-    for child in case:
-        child_status = _CHILD_STATUS.get(_local(child.tag))
-        if child_status is not None and _RANK[child_status] > _RANK[status]:
-            status = child_status
-    return status
-
-
 def _is_collection_report(case: ElementTree.Element) -> bool:
     return any(child.get("message") in _COLLECTION_MESSAGES for child in case)
-
-
-def _local(tag: str) -> str:
-    """A tag without its ``{namespace}``."""
-    return tag.rsplit("}", 1)[-1]
-
-
-def _parse_safely(text: str | bytes) -> ElementTree.Element:
-    try:
-        return parse_xml(text)
-    except XmlRefused:
-        raise ValueError(
-            "JUnit XML with a DOCTYPE or an ENTITY declaration is refused "
-            "(entities are never expanded)"
-        ) from None
-    except ValueError as error:
-        raise ValueError(
-            f"malformed JUnit XML: {str(error).removeprefix('malformed XML: ')}"
-        ) from None
-    try:
-        return ElementTree.fromstring(text)
-    except ElementTree.ParseError as error:  # pragma: no cover - expat accepted it above
-        raise ValueError(f"malformed JUnit XML: {error}") from None
