@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from string import Template
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.prompts import SETUP_ACCEPTED, SETUP_TOOLS, SETUP_USER, clip, render
 from agents.tool_loop import Budget, BudgetExhausted, ShellArgs, shell_result, tool_loop
@@ -57,6 +57,7 @@ from streams.evaluation.recipes.languages import (
     interpreter_of,
     language_named,
     language_of,
+    toolchains,
     version_key,
 )
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
@@ -101,7 +102,23 @@ class ReadArgs(BaseModel):
     max_lines: int = Field(300, ge=1, le=2000)
 
 
+def _toolchain_properties(schema: dict[str, Any]) -> None:
+    """The submission's schema names each registered toolchain's version (a key of its own,
+    ``python: "3.11"``, ``rust: "1.85"``) so the model sees every one it may set."""
+    properties = schema.setdefault("properties", {})
+    for name, language in toolchains().items():
+        properties[name] = {
+            "type": "string",
+            "pattern": language.version_pattern,
+            "description": f"the {language.label} toolchain version to use (a {language.label} "
+            "repository's only)",
+        }
+    schema["additionalProperties"] = False
+
+
 class SubmitRecipeArgs(RepositoryOverride):
+    model_config = ConfigDict(extra="allow", json_schema_extra=_toolchain_properties)
+
     explanation: str = Field("", description="what was missing, for the people reading it")
 
 

@@ -98,13 +98,22 @@ def summary(entry: RememberedRecipe) -> str:
     """One line: repository, fingerprint, source, toolchain version (``rust 1.85``; ``-``
     where inference picks it per PR), what it changes, where it worked."""
     changed = [f for f in CHANGE_FIELDS if getattr(entry, f) is not None]
-    named = entry.model_extra or {}  # a toolchain named with no version: picked per PR
-    interpreter = " ".join(f"{name} {version or '-'}" for name, version in named.items()) or "-"
+    interpreter = toolchain_summary(entry)
     return (
         f"{entry.repo:40} {entry.fingerprint} {entry.source:9} {interpreter:12} "
         f"v{entry.pipeline_version} {entry.tests:5} tests  {entry.verified_at:%Y-%m-%d %H:%M}  "
         f"{entry.instance_id}" + (f"  changes: {', '.join(changed)}" if changed else "")
     )
+
+
+def toolchain_summary(entry: RememberedRecipe) -> str:
+    """``rust 1.85``; a toolchain named alone (``rust -``) where inference picks the version per
+    PR; ``-`` for none (an entry of an older version names every toolchain, each empty)."""
+    versions = entry.toolchain_versions
+    if versions:
+        return " ".join(f"{name} {version}" for name, version in versions.items())
+    named = list(entry.model_extra or {})
+    return f"{named[0]} -" if len(named) == 1 else "-"
 
 
 def to_yaml(entries: list[RememberedRecipe]) -> str:

@@ -363,15 +363,30 @@ class TopicAdmin:
         for state in states:
             if not state.action:
                 state.action = "mismatch" if state.problems else "exists"
-        # Re-read what the cluster now holds, so the report shows facts, not intentions.
-        actual = {
-            s.spec.name: s for s in await self.describe((s.spec for s in states), replication)
-        }
+        # Re-read what the cluster now holds, so the report shows facts, not intentions. A
+        # broker answers CreateTopics before its metadata has the new topics (seen on the 3.9
+        # line: every topic read back as missing): wait a little for them to show
+        actual = await self._settled(states, replication)
         for state in states:
             state.exists = actual[state.spec.name].exists
             state.partitions = actual[state.spec.name].partitions
             state.configs = actual[state.spec.name].configs
         return states
+
+    async def _settled(
+        self, states: list[TopicState], replication: Replication, wait_seconds: float = 15.0
+    ) -> dict[str, TopicState]:
+        """What the cluster holds of ``states``' topics, once every one created shows (or
+        ``wait_seconds`` have passed)."""
+        created = {s.spec.name for s in states if s.action == "created"}
+        deadline = asyncio.get_running_loop().time() + wait_seconds
+        while True:
+            described = await self.describe((s.spec for s in states), replication)
+            actual = {s.spec.name: s for s in described}
+            shown = all(actual[name].exists and actual[name].partitions for name in created)
+            if shown or asyncio.get_running_loop().time() >= deadline:
+                return actual
+            await asyncio.sleep(0.2)
 
 
 def _topic_errors(response: Any) -> list[tuple[str, int, str | None]]:

@@ -81,7 +81,7 @@ class RecipeBook:
         log.info(
             "recipes: remembered the %s recipe of %s (%s, %d tests ran)",
             entry.source, entry.repo,
-            " ".join(f"{t} {v or '-'}" for t, v in (entry.model_extra or {}).items()) or "-",
+            " ".join(f"{t} {v}" for t, v in entry.toolchain_versions.items()) or "-",
             entry.tests,
         )  # fmt: skip
 

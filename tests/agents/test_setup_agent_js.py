@@ -240,7 +240,7 @@ async def test_the_agent_names_the_runner_a_make_test_script_hides_and_the_build
         config = task.install_config
         assert config is not None and config.language == "JavaScript"
         assert config.base_image == node_images["20"] and "node:20" in config.recipe
-        assert "agent" in config.recipe and config.python is None
+        assert "agent" in config.recipe and config.version("python") is None
         assert config.test_runner == "node" and config.pre_test_commands == [BUILD_STEP]
         assert config.test_command == NODE_TEST
         assert len(llm_server.requests) == len(script)
@@ -271,7 +271,7 @@ async def test_the_agent_names_the_runner_a_make_test_script_hides_and_the_build
 
         # remembered with its Node major; the next PR gets it, no conversation at all
         (entry,) = table.all()
-        assert (entry.source, entry.node, entry.python) == ("agent", "20", None)
+        assert (entry.source, entry.toolchain_versions) == ("agent", {"node": "20"})
         assert (entry.pre_test, entry.test_runner) == ([BUILD_STEP], "node")
         outcome = await validate(second_pr(patches))
         assert outcome.status == "accepted", f"{outcome.reason}: {outcome.detail}"

@@ -40,8 +40,7 @@ def report_root(text: str | bytes, what: str = "JUnit XML report") -> ElementTre
         raise ValueError(f"malformed {what}: {problem}") from None
     if local(root.tag) not in ROOTS:
         raise ValueError(
-            f"not a {what}: root element <{local(root.tag)}>, expected <testsuites> or "
-            "<testsuite>"
+            f"not a {what}: root element <{local(root.tag)}>, expected <testsuites> or <testsuite>"
         )
     return root
 

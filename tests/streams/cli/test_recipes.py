@@ -131,3 +131,24 @@ def test_imported_recipes_reach_the_topic_every_worker_reads(
     assert listed.returncode == 0 and "octo/widgets" in listed.stdout
     assert "edited" in listed.stdout and "changes: pre_test" in listed.stdout
     assert recipes(tmp_path / "elsewhere", "list").stdout == ""  # its own table is empty
+
+
+@pytest.mark.unit
+def test_each_entry_says_its_toolchain_whatever_the_language() -> None:
+    from streams.cli.recipes import toolchain_summary
+
+    base = {
+        "pipeline_version": 1, "repo": "o/r", "fingerprint": "0" * 16, "source": "heuristic",
+        "instance_id": "o__r-1", "base_commit": "c" * 40, "tests": 1,
+        "verified_at": "2026-11-01T00:00:00Z",
+    }  # fmt: skip
+    for toolchain, expected in (
+        ({"go": "1.24"}, "go 1.24"),
+        ({"java": "17"}, "java 17"),
+        ({"rust": None}, "rust -"),  # picked per PR: named, not kept
+        # an entry written before toolchains were keys of their own names every one
+        ({"python": "3.11", "node": None, "go": None, "rust": None, "java": None}, "python 3.11"),
+        ({"python": None, "node": None}, "-"),
+    ):
+        entry = RememberedRecipe.model_validate({**base, **toolchain})
+        assert toolchain_summary(entry) == expected

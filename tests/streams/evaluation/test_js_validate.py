@@ -119,7 +119,7 @@ async def test_jest_npm_lockfile(
     assert task.PASS_TO_PASS == ["test/math.test.js > mul > multiplies"]
     config = task.install_config
     assert config.language == "JavaScript" and config.test_runner == "jest"
-    assert config.python is None and config.base_image in node_images.values()
+    assert config.version("python") is None and config.base_image in node_images.values()
     assert "--coverage" not in config.test_command.replace("--coverage=false", "")
     assert task.validation.before["test/math.test.js > add > adds two numbers"] == "failed"
 

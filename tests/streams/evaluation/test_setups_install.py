@@ -68,7 +68,7 @@ async def test_a_python_where_the_tests_do_not_run_is_followed_by_the_next(
     assert outcome.status == "accepted", outcome.detail
     (task,) = outcome.outputs
     assert isinstance(task, ValidatedTask)
-    assert task.install_config is not None and task.install_config.python == "3.11"
+    assert task.install_config is not None and task.install_config.version("python") == "3.11"
 
 
 async def test_a_failed_install_names_its_step_and_output(
@@ -122,4 +122,5 @@ async def test_an_override_wins_over_inference(
     (task,) = outcome.outputs
     assert isinstance(task, ValidatedTask) and task.install_config is not None
     assert task.install_config.pre_test_commands == ["python make_data.py"]
-    assert task.install_config.python == "3.11" and task.install_config.recipe[-1] == "override"
+    config = task.install_config
+    assert config.version("python") == "3.11" and config.recipe[-1] == "override"

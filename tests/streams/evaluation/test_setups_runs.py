@@ -49,7 +49,7 @@ async def test_coverage_colour_and_warnings_as_errors_in_addopts(
     assert task.FAIL_TO_PASS == F2P and task.PASS_TO_PASS == P2P
     config = task.install_config
     assert config is not None and "addopts=-W error -p no:doctest" in config.test_command
-    assert config.python in python_images and "pytest:setup.cfg" in config.recipe
+    assert config.version("python") in python_images and "pytest:setup.cfg" in config.recipe
 
 
 async def test_a_unittest_suite_in_one_root_test_file(

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from agents.enrich import known
 from agents.extract import Extract
+from agents.setup_agent import SUBMIT
 from agents.validate import ValidateStage
 from schemas import PatchSet, RememberedRecipe, ValidatedTask
 from streams.cli.recipes import summary
@@ -149,6 +150,9 @@ def test_a_plugins_versioned_toolchain_is_configured_overridden_and_remembered(
     assert " make 4.4 " in summary(entry)
     assert as_override(entry).version("make") == "4.4"
     assert interpreter_fields(recipes[0]) == {"make": "4.4"}
+    # the setup agent's submission names its version too
+    submission = SUBMIT.schema()["function"]["parameters"]["properties"]
+    assert submission["make"]["pattern"] == r"^4\.\d+$" and "python" in submission
 
 
 @pytest.mark.unit

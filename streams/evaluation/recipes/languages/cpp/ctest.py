@@ -1,0 +1,98 @@
+"""CTest's results, from its JUnit report (``ctest --output-junit``, CMake 3.21 and later) or
+its console where the CMake is older. A test's id is its CTest name: ``plain_check`` for an
+``add_test``, ``Suite.Case`` (``Small/Param.Positive/1``) for each case a framework's
+discovery (``gtest_discover_tests``, ``catch_discover_tests``, ``doctest_discover_tests``)
+registered.
+
+Statuses: passed; failed (a failure, a timeout, an exception such as a segmentation fault);
+skipped (the test skipped itself: ``SKIP_RETURN_CODE`` / ``SKIP_REGULAR_EXPRESSION``, or it is
+disabled); error (it could not run: its executable is missing, say).
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ElementTree
+
+from schemas.tasks import TestStatus
+from streams.evaluation.log_parsers.junit import (
+    case_status,
+    local,
+    record,
+    report_root,
+    testcases,
+)
+
+__all__ = ["check_arguments", "parse_ctest_console", "parse_ctest_junit", "running_when_killed"]
+
+_RESULT = re.compile(
+    r"^\s*\d+/\d+\s+Test\s+#\d+:\s+(?P<name>.+?)\s+\.*\s*(?P<outcome>(?:\*\*\*)?[A-Z][^.]*?)"
+    r"\s+[\d.]+\s+sec\s*$",
+    re.MULTILINE,
+)
+COULD_NOT_START = "Unable to find executable"
+_START = re.compile(r"^\s*Start\s+\d+:\s+(?P<name>.+?)\s*$", re.MULTILINE)
+
+
+def parse_ctest_junit(data: str | bytes) -> dict[str, TestStatus]:
+    """Per-test statuses from CTest's JUnit report (ValueError when it is none)."""
+    statuses: dict[str, TestStatus] = {}
+    for case in testcases(report_root(data, "CTest JUnit report")):
+        name = case.get("name")
+        if not name:
+            continue
+        status = case_status(case)
+        ran = case.get("status", "run")
+        if ran == "disabled":
+            status = "skipped"
+        elif status == "passed" and ran == "fail":
+            status = "failed"
+        elif ran == "notrun" and (status == "passed" or _could_not_start(case)):
+            status = "error"  # not skipped by itself: it could not run
+        record(statuses, name, status)
+    return statuses
+
+
+def _could_not_start(case: ElementTree.Element) -> bool:
+    """Whether CTest could not start the test (its executable was not built), which it
+    writes as a skip."""
+    return any(
+        local(child.tag) == "skipped" and (child.get("message") or "").startswith(COULD_NOT_START)
+        for child in case
+    )
+
+
+def _outcome(text: str) -> TestStatus:
+    outcome = text.removeprefix("***")
+    if outcome == "Passed":
+        return "passed"
+    if outcome.startswith("Skipped") or outcome.startswith("Not Run (Disabled)"):
+        return "skipped"
+    if outcome.startswith("Not Run"):
+        return "error"
+    return "failed"  # Failed, Timeout, Exception: SegFault, ...
+
+
+def parse_ctest_console(output: str) -> dict[str, TestStatus]:
+    """Per-test statuses from CTest's console lines (``1/9 Test #1: name ....   Passed``)."""
+    statuses: dict[str, TestStatus] = {}
+    for found in _RESULT.finditer(output):
+        record(statuses, found.group("name"), _outcome(found.group("outcome")))
+    return statuses
+
+
+def running_when_killed(output: str) -> str | None:
+    """The test a killed run was in: the last one started without its result line."""
+    done = set(parse_ctest_console(output))
+    started = [m.group("name") for m in _START.finditer(output)]
+    return next((name for name in reversed(started) if name not in done), None)
+
+
+def check_arguments(test_id: str) -> str:
+    """CTest's arguments that run the one test ``test_id`` (an exact match of its name)."""
+    return "-R " + _quoted_regex(test_id)
+
+
+def _quoted_regex(name: str) -> str:
+    pattern = "^" + re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\1", name) + "$"
+    return "'" + pattern.replace("'", "'\\''") + "'"
