@@ -375,14 +375,15 @@ class DockerSettings(Section):
         # toolchain's entry of ``toolchain_images``: a key per toolchain, none named here
         if not isinstance(data, dict):
             return data
-        named = {k: v for k, v in data.items() if TOOLCHAIN_IMAGES_KEY.match(k)}
+        named = {
+            key: found[1] for key in data if (found := TOOLCHAIN_IMAGES_KEY.match(key)) is not None
+        }
         if not named:
             return data
         merged = dict(data.get("toolchain_images") or {})
-        for key, value in named.items():
-            if isinstance(value, str):  # from the environment: JSON
-                value = json.loads(value)
-            merged.setdefault(TOOLCHAIN_IMAGES_KEY.match(key)[1], value)  # type: ignore[index]
+        for key, toolchain in named.items():
+            value = data[key]
+            merged.setdefault(toolchain, json.loads(value) if isinstance(value, str) else value)
         rest = {k: v for k, v in data.items() if k not in named}
         return {**rest, "toolchain_images": merged}
 

@@ -94,12 +94,6 @@ class RepositoryOverride(ToolchainVersions):
                 )
         return self
 
-    def with_versions(self, versions: dict[str, str | None]) -> RepositoryOverride:
-        """This override with ``versions`` (toolchain -> version; None drops one)."""
-        data = {k: v for k, v in self.model_dump().items() if k not in versions}
-        data.update({k: v for k, v in versions.items() if v is not None})
-        return RepositoryOverride(**data)
-
 
 class Overrides(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -37,6 +37,10 @@ _PKG_KEYWORDS = frozenset({"REQUIRED", "QUIET", "NO_CMAKE_PATH", "NO_CMAKE_ENVIR
                            "IMPORTED_TARGET", "GLOBAL"})  # fmt: skip
 
 
+_PROJECT_KEYWORDS = frozenset({"VERSION", "DESCRIPTION", "HOMEPAGE_URL"})
+PROJECT_LANGUAGES = frozenset({"C", "CXX", "CUDA", "OBJC", "OBJCXX", "FORTRAN", "ASM", "NONE"})
+
+
 @dataclass(frozen=True)
 class FoundPackage:
     """A ``find_package`` call: the package, the components asked for, whether it is required
@@ -207,16 +211,13 @@ def _joined(listfile: str, relative: str) -> str:
 
 
 def _project_languages(words: list[str]) -> tuple[str, ...]:
-    if "LANGUAGES" in words:
-        after = words[words.index("LANGUAGES") + 1 :]
-    else:  # project(name C CXX): the languages follow the name
-        after = [w for w in words if w not in ("VERSION", "DESCRIPTION", "HOMEPAGE_URL")]
-    keywords = {"VERSION", "DESCRIPTION", "HOMEPAGE_URL"}
+    # project(name LANGUAGES C CXX ...), or the short form project(name C CXX)
+    after = words[words.index("LANGUAGES") + 1 :] if "LANGUAGES" in words else words
     found = []
     for word in after:
-        if word in keywords:
+        if word in _PROJECT_KEYWORDS:
             break
-        if word.upper() in {"C", "CXX", "CUDA", "OBJC", "OBJCXX", "FORTRAN", "ASM", "NONE"}:
+        if word.upper() in PROJECT_LANGUAGES:
             found.append(word.upper())
     return tuple(found)
 
