@@ -62,15 +62,23 @@ class PartitionAcks:
     committed: int | None  # the group's committed offset (the next offset to read)
     acked: tuple[int, ...]  # offsets acked since, not yet committed, sorted
     in_flight: bool  # a record of the partition is being processed
+    log_start: int = 0  # the partition's first offset, where a group with no commit starts
+
+    @property
+    def next_to_process(self) -> int:
+        """The first offset not yet committed: the committed one, or the log's start when
+        there is none (Faust keeps a committed 0 as None)."""
+        return self.committed or self.log_start
 
 
 def blocks_commit(acks: PartitionAcks) -> bool:
     """True when the partition's commit cannot move: acked offsets start above a hole (the
-    committed offset is the next one to read, so a first ack above it leaves that record
-    unacked; ``hold_commits_at_unprocessed_records`` makes Faust wait for it)."""
-    if not acks.committed or not acks.acked:
+    committed offset, or the log's start with none, is the next one to read, so a first ack
+    above it leaves that record unacked; ``hold_commits_at_unprocessed_records`` makes Faust
+    wait for it)."""
+    if not acks.acked:
         return False
-    return acks.acked[0] > acks.committed
+    return acks.acked[0] > acks.next_to_process
 
 
 # -- a commit past a record not processed ------------------------------------------------------
@@ -82,8 +90,12 @@ def blocks_commit(acks: PartitionAcks) -> bool:
 # stream's hands. The commit passes it, and a worker killed before it is done loses it: the
 # next owner starts after it. Seen in CI on the embedded broker after SIGKILL restarts: three
 # PRs of 316 stopped at enrich or classify, their next stage's record committed, never
-# processed. With nothing committed yet, Faust commits from wherever the acked offsets start,
-# past a record still in flight below them.
+# processed. With nothing committed yet, Faust commits from wherever the acked offsets start:
+# past the partition's first records when no stream acked them (seen in CI, then in 1 run of 1
+# here, on the embedded broker after SIGKILL restarts: pr.enriched[0] committed at 3, its
+# record at offset 0 never classified). There the first record to process is the log's start
+# (0 unless retention deleted older ones: ``PartitionAcks.log_start``, read by the stall
+# watch when acks start above 0).
 #
 # Nor does a jump of the fetch position count as processed. Faust takes the offsets between two
 # records it reads that are not consecutive for a gap in the log (a compacted topic's, a
@@ -95,15 +107,22 @@ def blocks_commit(acks: PartitionAcks) -> bool:
 
 
 def commit_passes_unprocessed(
-    committed: int | None, first_acked: int, in_flight: Iterable[int]
+    committed: int | None, first_acked: int, in_flight: Iterable[int], log_start: int = 0
 ) -> bool:
     """Whether committing the acked run that starts at ``first_acked`` passes a record not
     processed: the one at ``committed`` (the next offset to read; Faust keeps a committed 0
-    as None), or one in flight below the run."""
-    if committed and first_acked > committed:
+    as None, and with none the first is the log's start), or one in flight below the run."""
+    floor = committed or log_start
+    if first_acked > floor:
         return True
-    floor = committed or 0
     return any(floor <= offset < first_acked for offset in in_flight)
+
+
+def log_starts_of(consumer: Any) -> dict[Any, int]:
+    """The log starts the stall watch read for ``consumer``'s partitions (kept on it by
+    ``hold_commits_at_unprocessed_records``; a partition not read starts at 0)."""
+    starts: dict[Any, int] = consumer.__dict__.setdefault("_swe_log_starts", {})
+    return starts
 
 
 def hold_commits_at_unprocessed_records(consumer: Any, streams: Collection[str]) -> None:
@@ -113,6 +132,7 @@ def hold_commits_at_unprocessed_records(consumer: Any, streams: Collection[str])
     stream will fill (a lost ack, a lost fetch, a jump) then holds the commit until
     ``repair_stalled_commits`` reads the partition again from it."""
     new_offset, add_gap = consumer._new_offset, consumer._add_gap
+    log_starts = log_starts_of(consumer)
 
     async def add_gap_unless_a_stream(tp: Any, offset_from: int, offset_to: int) -> None:
         if tp.topic not in streams:
@@ -132,9 +152,11 @@ def hold_commits_at_unprocessed_records(consumer: Any, streams: Collection[str])
 
     def new_offset_after_processed_records(tp: Any) -> int | None:
         acked = consumer._acked.get(tp)
-        if acked:
+        if acked and tp.topic in streams:
             in_flight = [m.offset for m in in_flight_records(consumer) if m.tp == tp]
-            if commit_passes_unprocessed(consumer._committed_offset.get(tp), min(acked), in_flight):
+            committed = consumer._committed_offset.get(tp)
+            start = log_starts.get(tp, 0)
+            if commit_passes_unprocessed(committed, min(acked), in_flight, start):
                 return None
         result: int | None = new_offset(tp)
         return result
@@ -163,8 +185,7 @@ class CommitStallWatch:
             times = times + 1 if before == acks else 1
             seen[tp] = (acks, times)
             if times >= self.checks:
-                assert acks.committed is not None  # blocks_commit checked it
-                stalled[tp] = acks.committed
+                stalled[tp] = acks.next_to_process
                 del seen[tp]  # a repair starts a new count
         self._seen = seen
         return stalled
@@ -173,20 +194,37 @@ class CommitStallWatch:
 def read_faust_acks(consumer: Any) -> dict[Any, PartitionAcks]:
     """The readings from a Faust consumer (its private bookkeeping: faust-streaming 0.15)."""
     in_flight = {message.tp for message in in_flight_records(consumer)}
+    log_starts = log_starts_of(consumer)
     return {
         tp: PartitionAcks(
             committed=consumer._committed_offset.get(tp),
             acked=tuple(sorted(acked)),
             in_flight=tp in in_flight,
+            log_start=log_starts.get(tp, 0),
         )
         for tp, acked in list(consumer._acked.items())
         if acked
     }
 
 
+async def read_log_starts(consumer: Any, readings: Mapping[Any, PartitionAcks]) -> None:
+    """Read the log start of each partition with nothing committed whose acks start above
+    the start known so far (0): with retention, a group's first record may be past 0, and
+    the commit is held until it is known (``log_starts_of``)."""
+    unknown = [
+        tp
+        for tp, acks in readings.items()
+        if not acks.committed and blocks_commit(acks) and tp not in log_starts_of(consumer)
+    ]
+    if unknown:
+        earliest = await consumer.earliest_offsets(*unknown)
+        log_starts_of(consumer).update({tp: offset or 0 for tp, offset in earliest.items()})
+
+
 async def repair_stalled_commits(consumer: Any, watch: CommitStallWatch) -> dict[Any, int]:
     """Read ``consumer``, and seek every partition whose commit stalled back to its committed
-    offset; returns what was repaired."""
+    offset (or its log's start, with none); returns what was repaired."""
+    await read_log_starts(consumer, read_faust_acks(consumer))
     stalled = watch.observe(read_faust_acks(consumer))
     for tp, offset in stalled.items():
         log.warning(

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import urllib.request
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from agents.ingest_scan import HourScanner
 from schemas import LedgerEntry, RawPullRequestEvent
 from streams.evaluation.sandbox import OWNER_LABEL, listed_containers
 from streams.kafka.broker import free_port
+from streams.kafka.client import read_topic_to_end
 from streams.kafka.offsets import group_members, group_positions, topic_bounds
 from streams.kafka.topics import (
     CANDIDATES,
@@ -191,3 +193,43 @@ def final_states(entries: list[LedgerEntry]) -> dict[str, set[tuple[str, str]]]:
         if entry.is_final():
             finals.setdefault(entry.key, set()).add((entry.stage, entry.status))
     return finals
+
+
+@dataclass(frozen=True)
+class Trail:
+    """Where a run's PRs went: each stage input's records of a PR (topic, partition, offset)
+    and the group's committed offsets, read before the broker goes; what a test failing on
+    a PR's end state prints, with the ledger's history and the worker's lines on those
+    partitions, to tell a record never processed from one processed and then overwritten."""
+
+    records: dict[str, list[tuple[str, int, int]]]
+    committed: dict[tuple[str, int], int | None]
+
+    def explain(self, keys: Iterable[str], ledger: list[LedgerEntry], logs: list[Path]) -> str:
+        lines: list[str] = []
+        for key in sorted(keys):
+            history = [f"{e.stage}/{e.status}" for e in ledger if e.key == key]
+            lines.append(f"{key}: ledger {' > '.join(history)}")
+            for topic, partition, offset in self.records.get(key, []):
+                committed = self.committed.get((topic, partition))
+                lines.append(f"  {topic}[{partition}]@{offset} (committed {committed})")
+            needles = [key] + [f"{t}[{p}]" for t, p, _ in self.records.get(key, [])]
+            for log in logs:
+                text = log.read_text(errors="replace") if log.exists() else ""
+                shown = [line for line in text.splitlines() if any(n in line for n in needles)]
+                lines += [f"    {log.parent.name}: {line[:300]}" for line in shown[-20:]]
+        return "\n".join(lines)
+
+
+async def read_trail(bootstrap: str) -> Trail:
+    """The stage inputs' records by PR key, and the group's committed offsets."""
+    records: dict[str, list[tuple[str, int, int]]] = {}
+    for topic in STAGE_INPUTS:
+        async for record in read_topic_to_end(bootstrap, topic.name):
+            key = record.key.decode(errors="replace") if record.key else "?"
+            records.setdefault(key, []).append((topic.name, record.partition, record.offset))
+    standing = await group_positions(bootstrap, GROUP, [topic.name for topic in STAGE_INPUTS])
+    committed = {
+        (topic, p.partition): p.committed for topic, parts in standing.items() for p in parts
+    }
+    return Trail(records, committed)

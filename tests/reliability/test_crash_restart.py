@@ -40,12 +40,14 @@ from streams.pipeline.ledger import read_ledger
 from tests.conftest import REPO_ROOT, SWE_STREAM, running_broker
 from tests.fakes.github_server import serve_github, serve_hour
 from tests.reliability.pipeline_runs import (
+    Trail,
     Worker,
     World,
     counts,
     drained,
     final_states,
     left_by,
+    read_trail,
     scan,
     stalled,
     states,
@@ -91,6 +93,8 @@ class RunResult:
     idle_kills: int = 0  # kills that found the work already done
     orphans: list[str] = field(default_factory=list)  # what killed workers left in Docker
     restarts: int = 0
+    trail: Trail | None = None  # where the records went, for a failure's message
+    log: Path | None = None
 
 
 async def run_pipeline(
@@ -143,6 +147,7 @@ async def run_pipeline(
                     await asyncio.sleep(3.0)
         finally:
             worker.stop()
+        result.trail, result.log = await read_trail(bootstrap), worker.log
         result.orphans = left_by(worker.killed)
         result.ledger = await read_ledger(bootstrap)
         result.exported = [
@@ -195,7 +200,11 @@ def test_sigkill_at_three_random_points_loses_and_duplicates_nothing(
     assert crashed.restarts == KILLS and len(crashed.kills) == KILLS
     assert crashed.idle_kills < KILLS  # at least one kill interrupted work
     # every PR ends where the uninterrupted run left it, with one final state at most
-    assert states(crashed.ledger) == expected
+    ended = states(crashed.ledger)
+    differing = {k for k in expected.keys() | ended.keys() if expected.get(k) != ended.get(k)}
+    assert crashed.trail is not None and crashed.log is not None
+    explained = crashed.trail.explain(differing, crashed.ledger, [crashed.log])
+    assert ended == expected, explained
     finals = final_states(crashed.ledger)
     assert {k: v for k, v in finals.items() if len(v) != 1} == {}
     assert Counter(s for s, _, _ in expected.values()) == Counter(

@@ -49,12 +49,14 @@ from tests.conftest import REPO_ROOT, SWE_STREAM, start_kafka
 from tests.fakes.github_server import serve_github, serve_hour
 from tests.reliability.pipeline_runs import (
     GROUP,
+    Trail,
     Worker,
     World,
     counts,
     drained,
     final_states,
     ledger_size,
+    read_trail,
     scan,
     scrape,
     stalled,
@@ -175,6 +177,8 @@ class Result:
     written: float  # ledger entries the workers that ran to the end counted as written
     killed_worker: bool
     ledger_records: int
+    trail: Trail | None = None  # where the records went, for a failure's message
+    logs: tuple[Path, ...] = ()
 
 
 async def scale_out(
@@ -263,6 +267,8 @@ async def scale_out(
         written,
         victim is not None,
         await ledger_size(bootstrap),
+        await read_trail(bootstrap),
+        tuple(w.log for w in workers),
     )
 
 
@@ -332,7 +338,8 @@ def check(world: World, out: Path, result: Result) -> None:
         for k, e in last.items()
         if not e.is_final() and e.status != "ignored"
     }
-    assert unfinished == {}, (Counter(unfinished.values()), result.shared)
+    explained = result.trail.explain(unfinished, ledger, list(result.logs)) if result.trail else ""
+    assert unfinished == {}, (Counter(unfinished.values()), result.shared, explained)
     assert {k: v for k, v in finals.items() if len(v) != 1} == {}
     # each built PR exported exactly once: one dataset line, one task directory, one record
     rows = [json.loads(line) for line in (out / "dataset.jsonl").read_text().splitlines()]
