@@ -396,6 +396,12 @@ def java_images(docker_client: Any) -> dict[str, str]:
     return built_toolchain_images(docker_client, "java")
 
 
+@pytest.fixture(scope="session")
+def cxx_images(docker_client: Any) -> dict[str, str]:
+    """Debian's gcc, CMake, Ninja and C/C++ test frameworks image of every suite."""
+    return built_toolchain_images(docker_client, "gcc")
+
+
 # A real HTTP server on 127.0.0.1 serving the GH Archive fixture hours (with fault injection).
 from tests.fakes.gharchive_server import FakeGHArchive, gharchive_server  # noqa: E402, F401
 

@@ -116,14 +116,15 @@ def test_languages_take_javascript_and_typescript(
     decoded: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The default keeps the languages validation can prove (the registered ones: Go, Rust,
-    Java, Python, JavaScript, TypeScript: tests/streams/evaluation/test_js_validate.py,
-    test_go_validate.py, test_rust_validate.py, test_java_validate.py);
+    Java, Python, JavaScript, TypeScript, C and C++: tests/streams/evaluation/
+    test_js_validate.py, test_go_validate.py, test_rust_validate.py, test_java_validate.py,
+    test_cpp_validate.py);
     the setting takes the names GitHub gives, from YAML or a comma list."""
     from streams.core.settings import load_settings
 
     assert EnrichSettings().languages is None
     assert EnrichRules.from_settings(EnrichSettings()).languages == {
-        "go", "rust", "java", "python", "javascript", "typescript"
+        "go", "rust", "java", "python", "javascript", "typescript", "c", "c++", "cpp", "cxx"
     }  # fmt: skip
     monkeypatch.setenv("SWE_STREAM_ENRICH_LANGUAGES", "Python,TypeScript")
     assert load_settings().enrich.languages == ["Python", "TypeScript"]

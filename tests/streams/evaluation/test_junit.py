@@ -257,13 +257,14 @@ def test_dotted_path_and_classes() -> None:
 
 @pytest.mark.unit
 def test_parse_report_knows_its_kinds_only() -> None:
-    # junit, and the JS runners' (tests/streams/evaluation/test_js_log_parsers.py)
+    # junit, the JS runners' (tests/streams/evaluation/test_js_log_parsers.py) and swe-ctest's
     assert sorted(REPORT_PARSERS) == [
         "ava-tap",
         "jest-json",
         "junit",
         "mocha-json",
         "node-events",
+        "swe-ctest",
         "tap",
         "vitest-json",
     ]

@@ -259,6 +259,7 @@ def test_what_is_set_on_the_validator_reaches_its_parts() -> None:
         "go": {},
         "rust": {},
         "java": {},
+        "gcc": {},
     }
     validator.toolchain_images = lambda toolchain: images[toolchain]  # type: ignore[assignment]
     tree, recipes = validator.recipes("o/r", COMMIT)

@@ -1,6 +1,8 @@
 """swe-ctest on a real CMake project the test makes (CMake, Ninja and GoogleTest of the host,
-as the C/C++ images have them): a test target that does not compile is said and leaves the
-others to build and run; CTest's JUnit report and each GoogleTest binary's own are written."""
+as the C/C++ images have them), built once at its base as an image is, then given a test that
+no longer compiles: what does not compile is said, its stale executable removed (its tests have
+no result, not the old code's), the others build and run; the one report holds CTest's results
+and the cases of a GoogleTest binary CTest runs whole."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from streams.evaluation.recipes.languages.cpp import swe_ctest
-from streams.evaluation.recipes.languages.cpp.ctest import parse_ctest_junit
+from streams.evaluation.recipes.languages.cpp.compiled import build_failures
 from streams.evaluation.recipes.languages.cpp.gtest import parse_gtest_xml
+from streams.evaluation.recipes.languages.cpp.report import parse_swe_ctest_report
 
 pytestmark = pytest.mark.unit
 
@@ -24,12 +27,13 @@ enable_testing()
 find_package(GTest REQUIRED)
 include(GoogleTest)
 add_library(calc calc.cpp)
-foreach(name good broken)
+foreach(name good broken whole)
   add_executable(${name}_test tests/${name}_test.cpp)
   target_link_libraries(${name}_test calc GTest::gtest_main)
 endforeach()
 gtest_discover_tests(good_test)
-add_test(NAME broken_whole COMMAND broken_test)
+gtest_discover_tests(broken_test)
+add_test(NAME whole COMMAND whole_test)
 """
 FILES = {
     "CMakeLists.txt": LISTS,
@@ -37,10 +41,23 @@ FILES = {
     "tests/good_test.cpp": "#include <gtest/gtest.h>\nint add(int, int);\n"
     "TEST(Calc, Adds) { EXPECT_EQ(add(2, 3), 5); }\n"
     "TEST(Calc, Fails) { EXPECT_EQ(add(1, 1), 3); }\n",
-    # a test the fix's code would make compile: it does not compile before it
-    "tests/broken_test.cpp": "#include <gtest/gtest.h>\nint sub(int, int);\n"
-    'TEST(Calc, Subs) { EXPECT_EQ(sub(3, 2), 1); }\nstatic_assert(false_value, "x");\n',
+    "tests/broken_test.cpp": "#include <gtest/gtest.h>\nint add(int, int);\n"
+    "TEST(Old, Adds) { EXPECT_EQ(add(1, 2), 3); }\n",
+    "tests/whole_test.cpp": "#include <gtest/gtest.h>\nint add(int, int);\n"
+    "TEST(Whole, Works) { EXPECT_EQ(add(0, 0), 0); }\n",
 }
+# a test the fix's code would make compile: it does not compile before it
+BROKEN = (
+    "#include <gtest/gtest.h>\nint add(int, int);\nint sub(int, int);\n"
+    'TEST(Old, Adds) { EXPECT_EQ(add(1, 2), 3); }\nstatic_assert(false_value, "x");\n'
+)
+
+
+def run(directory: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(Path(swe_ctest.__file__)), "--jobs", "2", *arguments],
+        cwd=directory, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
 
 
 @pytest.mark.skipif(
@@ -50,27 +67,52 @@ def test_what_compiles_runs_and_what_does_not_is_said(tmp_path: Path) -> None:
     for name, text in FILES.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    subprocess.run(
-        ["cmake", "-S", ".", "-B", "build", "-G", "Ninja"], cwd=tmp_path, check=True,
-        capture_output=True,
-    )  # fmt: skip
-    script = Path(swe_ctest.__file__)
-    run = subprocess.run(
-        [sys.executable, str(script), "--jobs", "2", "--junit", "report.xml", "tests/x.cpp"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert run.returncode != 0, run.stdout
-    assert "swe-ctest: did not compile CMakeFiles/broken_test.dir/tests/broken_test.cpp.o" in (
-        run.stdout
-    )
-    assert "false_value" in run.stdout  # what the compiler said is in the log
-    statuses = parse_ctest_junit((tmp_path / "report.xml").read_bytes())
-    # the discovered cases of the binary that built; the whole broken binary could not run
-    assert statuses == {"Calc.Adds": "passed", "Calc.Fails": "failed", "broken_whole": "error"}
-    # each discovered case runs the binary alone: its report, numbered when two run at once
-    reports = sorted((tmp_path / "build" / "gtest-reports").glob("*.xml"))
-    assert reports and all(report.name.startswith("good_test") for report in reports)
+    configure = ["cmake", "-S", ".", "-B", "build", "-G", "Ninja"]
+    subprocess.run(configure, cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", "build"], cwd=tmp_path, check=True, capture_output=True)
+    at_base = run(tmp_path, "--report", "base.xml")
+    assert parse_swe_ctest_report((tmp_path / "base.xml").read_bytes()) == {
+        "Calc.Adds": "passed",
+        "Calc.Fails": "failed",
+        "Old.Adds": "passed",
+        "whole": "passed",
+        # CTest runs whole_test whole: its cases are the binary's; good_test's are CTest's
+        "whole_test::Whole.Works": "passed",
+    }, at_base.stdout
+
+    (tmp_path / "tests" / "broken_test.cpp").write_text(BROKEN)
+    broken = run(tmp_path, "--report", "report.xml", "tests/broken_test.cpp")
+    assert broken.returncode != 0, broken.stdout
+    obj = "CMakeFiles/broken_test.dir/tests/broken_test.cpp.o"
+    assert f"swe-ctest: did not compile {obj}" in broken.stdout
+    failures = build_failures(broken.stdout)
+    assert list(failures) == [obj] and "false_value" in failures[obj], failures
+    # the base's broken_test is gone: its old case has no result, not the old code's pass
+    assert "swe-ctest: removed stale build/broken_test" in broken.stdout
+    assert not (tmp_path / "build" / "broken_test").exists()
+    statuses = parse_swe_ctest_report((tmp_path / "report.xml").read_bytes())
+    assert statuses == {
+        "Calc.Adds": "passed",
+        "Calc.Fails": "failed",
+        "whole": "passed",
+        "whole_test::Whole.Works": "passed",
+    }
+    # the GoogleTest reports of this run only (an earlier run's are removed first); two
+    # cases of one binary running at once may write one file together (GoogleTest names it
+    # by the binary): such a report is left out of swe-ctest's, as it is here
     cases: dict[str, str] = {}
-    for report in reports:
-        cases.update(parse_gtest_xml(report.read_bytes(), "good_test"))
-    assert cases == {"good_test::Calc.Adds": "passed", "good_test::Calc.Fails": "failed"}
+    for report in sorted((tmp_path / "build" / "gtest-reports").glob("*.xml")):
+        assert report.name.startswith(("good_test", "whole_test")), report.name
+        try:
+            cases.update(parse_gtest_xml(report.read_bytes(), swe_ctest.binary_of(str(report))))
+        except ValueError:
+            continue
+    assert "whole_test::Whole.Works" in cases and set(cases) <= {
+        "good_test::Calc.Adds", "good_test::Calc.Fails", "whole_test::Whole.Works"
+    }  # fmt: skip
+
+
+def test_a_reports_binary_is_its_name_without_googletests_number() -> None:
+    assert swe_ctest.binary_of("/b/gtest-reports/calc_test.xml") == "calc_test"
+    assert swe_ctest.binary_of("/b/gtest-reports/calc_test_3.xml") == "calc_test"
+    assert swe_ctest.binary_of("/b/gtest-reports/test_2x.xml") == "test_2x"

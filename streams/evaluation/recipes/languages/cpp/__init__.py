@@ -1,3 +1,9 @@
-"""C and C++ (in progress, issue 46): the readers of their build systems. Not yet a language of
-the registry: the folder exposes no ``LANGUAGE`` until its inference, runners and images are
-in."""
+"""C and C++: detection, CMake's listfiles read (``listfile``, ``cmake``), Debian's gcc, CMake
+and test frameworks per suite (``toolchain``), the Debian packages a build finds (``debian``),
+the CMake recipe (``recipe``), swe-ctest (build what compiles, run CTest) and its report read
+into per-test statuses (``ctest``, ``gtest``, ``report``), validated with three runs (a
+compiled language)."""
+
+from streams.evaluation.recipes.languages.cpp.language import Cpp
+
+LANGUAGE = Cpp()

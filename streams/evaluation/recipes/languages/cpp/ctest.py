@@ -6,7 +6,9 @@ registered.
 
 Statuses: passed; failed (a failure, a timeout, an exception such as a segmentation fault);
 skipped (the test skipped itself: ``SKIP_RETURN_CODE`` / ``SKIP_REGULAR_EXPRESSION``, or it is
-disabled); error (it could not run: its executable is missing, say).
+disabled). A test CTest could not run (its executable did not build: a test patch that does
+not compile without the fix) has no result, as a Go package that did not compile has none:
+the three runs then tell an old test of that binary (it passed at the base) from a new one.
 """
 
 from __future__ import annotations
@@ -23,7 +25,13 @@ from streams.evaluation.log_parsers.junit import (
     testcases,
 )
 
-__all__ = ["check_arguments", "parse_ctest_console", "parse_ctest_junit", "running_when_killed"]
+__all__ = [
+    "check_arguments",
+    "ctest_statuses",
+    "parse_ctest_console",
+    "parse_ctest_junit",
+    "running_when_killed",
+]
 
 _RESULT = re.compile(
     r"^\s*\d+/\d+\s+Test\s+#\d+:\s+(?P<name>.+?)\s+\.*\s*(?P<outcome>(?:\*\*\*)?[A-Z][^.]*?)"
@@ -36,8 +44,13 @@ _START = re.compile(r"^\s*Start\s+\d+:\s+(?P<name>.+?)\s*$", re.MULTILINE)
 
 def parse_ctest_junit(data: str | bytes) -> dict[str, TestStatus]:
     """Per-test statuses from CTest's JUnit report (ValueError when it is none)."""
+    return ctest_statuses(report_root(data, "CTest JUnit report"))
+
+
+def ctest_statuses(root: ElementTree.Element) -> dict[str, TestStatus]:
+    """Per-test statuses of a CTest JUnit report's root."""
     statuses: dict[str, TestStatus] = {}
-    for case in testcases(report_root(data, "CTest JUnit report")):
+    for case in testcases(root):
         name = case.get("name")
         if not name:
             continue
@@ -48,7 +61,7 @@ def parse_ctest_junit(data: str | bytes) -> dict[str, TestStatus]:
         elif status == "passed" and ran == "fail":
             status = "failed"
         elif ran == "notrun" and (status == "passed" or _could_not_start(case)):
-            status = "error"  # not skipped by itself: it could not run
+            continue  # not skipped by itself: it could not run
         record(statuses, name, status)
     return statuses
 
@@ -62,14 +75,14 @@ def _could_not_start(case: ElementTree.Element) -> bool:
     )
 
 
-def _outcome(text: str) -> TestStatus:
+def _outcome(text: str) -> TestStatus | None:
     outcome = text.removeprefix("***")
     if outcome == "Passed":
         return "passed"
     if outcome.startswith("Skipped") or outcome.startswith("Not Run (Disabled)"):
         return "skipped"
     if outcome.startswith("Not Run"):
-        return "error"
+        return None  # it could not run: no result
     return "failed"  # Failed, Timeout, Exception: SegFault, ...
 
 
@@ -77,7 +90,9 @@ def parse_ctest_console(output: str) -> dict[str, TestStatus]:
     """Per-test statuses from CTest's console lines (``1/9 Test #1: name ....   Passed``)."""
     statuses: dict[str, TestStatus] = {}
     for found in _RESULT.finditer(output):
-        record(statuses, found.group("name"), _outcome(found.group("outcome")))
+        status = _outcome(found.group("outcome"))
+        if status is not None:
+            record(statuses, found.group("name"), status)
     return statuses
 
 

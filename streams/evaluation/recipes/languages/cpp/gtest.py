@@ -9,10 +9,12 @@ case (``status="notrun"``) are skipped; else it passed.
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ElementTree
+
 from schemas.tasks import TestStatus
 from streams.evaluation.log_parsers.junit import case_status, record, report_root, testcases
 
-__all__ = ["case_id", "parse_gtest_xml", "split_case_id"]
+__all__ = ["case_id", "gtest_statuses", "parse_gtest_xml", "split_case_id"]
 
 SEPARATOR = "::"
 
@@ -31,8 +33,13 @@ def split_case_id(test_id: str) -> tuple[str, str] | None:
 
 def parse_gtest_xml(data: str | bytes, binary: str) -> dict[str, TestStatus]:
     """Per-case statuses of one binary's report (ValueError when it is no such report)."""
+    return gtest_statuses(report_root(data, "GoogleTest XML report"), binary)
+
+
+def gtest_statuses(root: ElementTree.Element, binary: str) -> dict[str, TestStatus]:
+    """Per-case statuses of a GoogleTest report's root, as ids of ``binary``."""
     statuses: dict[str, TestStatus] = {}
-    for case in testcases(report_root(data, "GoogleTest XML report")):
+    for case in testcases(root):
         suite, name = case.get("classname", ""), case.get("name", "")
         if not suite or not name:
             continue

@@ -1,0 +1,166 @@
+"""C and C++ as a plugin: detection (a CMakeLists.txt at the root with C or C++ sources), the
+toolchain images (Debian's gcc, CMake, Ninja and test frameworks per suite), the CMake recipe,
+its runner (CTest through swe-ctest, with each GoogleTest binary's cases), test ids (CTest's
+names, ``<binary>::Suite.Case`` for a binary CTest runs whole), check commands, causes and
+prompts. A compiled language: validated with three runs (``compiled``)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+from streams.evaluation.log_parsers.base import LogParser, ReportFile
+from streams.evaluation.recipes.languages import Cause, Inputs, Language
+from streams.evaluation.recipes.languages.cpp import prompts
+from streams.evaluation.recipes.languages.cpp.changed import SOURCE_SUFFIXES, changed_cases
+from streams.evaluation.recipes.languages.cpp.cmake import ROOT_LISTFILE, CMakeFacts, read_cmake
+from streams.evaluation.recipes.languages.cpp.compiled import build_failures
+from streams.evaluation.recipes.languages.cpp.ctest import (
+    check_arguments,
+    parse_ctest_console,
+    running_when_killed,
+)
+from streams.evaluation.recipes.languages.cpp.gtest import split_case_id
+from streams.evaluation.recipes.languages.cpp.recipe import (
+    C_ONLY,
+    CMAKE_OF,
+    LANGUAGE_NAME,
+    RUNNER,
+    cmake_recipe,
+    gcc_versions,
+)
+from streams.evaluation.recipes.languages.cpp.report import REPORT, parse_swe_ctest_report
+from streams.evaluation.recipes.languages.cpp.tests_in_source import find_cases
+from streams.evaluation.recipes.languages.cpp.toolchain import CXX_IMAGES
+from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
+
+NO_GCC = "no_cmake_for_cmake_minimum"  # the project asks for a CMake no image has
+_CXX_SOURCE = re.compile(
+    r"^diff --git a/\S+\.(?:c|cc|cpp|cxx|c\+\+|h|hh|hpp|hxx|ipp|inl)\s", re.MULTILINE | re.I
+)
+# the build's own files: a change to them is a change to what is compiled
+_BUILD_FILE = re.compile(r"^diff --git a/(?:\S+/)?(?:CMakeLists\.txt|\S+\.cmake)\s", re.MULTILINE)
+
+
+class Cpp(Language):
+    name = LANGUAGE_NAME
+    title = "C / C++"
+    spellings = frozenset({C_ONLY, "c", "cpp", "c++", "cxx"})
+    toolchain = "gcc"
+    version_pattern = r"^\d+$"  # an image's gcc major: "12"
+    # its libraries are Debian's -dev packages
+    registries = ("deb.debian.org",)
+    # after Python, JavaScript, Go, Rust and Java: a package of theirs with a C extension or a
+    # CMakeLists.txt for its native part is theirs
+    order = 50
+    compiled = True
+    runners = {RUNNER: LogParser(parse_ctest_console, running_when_killed, report=REPORT)}
+    reports = {REPORT: parse_swe_ctest_report}
+    default_runner = RUNNER
+    project_files = frozenset({ROOT_LISTFILE})
+    # (not gcc and cmake: other languages' builds use them too, a cgo package, a -sys crate)
+    vocabulary_words = frozenset({"ctest", "gtest", "googletest"})
+    no_recipe_reasons = (NO_GCC,)
+    causes = (
+        Cause(
+            "install_failed",
+            r"Could NOT find (\S+)|By not providing \"Find(\S+)\.cmake\"",
+            "CMake did not find a package ({0}{1}): name its Debian -dev package",
+        ),
+        Cause(
+            "install_failed",
+            r"No package '([^']+)' found|Package '([^']+)', required by",
+            "pkg-config did not find a module ({0}{1}): name its Debian -dev package",
+        ),
+        Cause(
+            "install_failed",
+            r"CMake (\S+) or higher is required",
+            "the project needs a newer CMake ({0}) than its image's",
+        ),
+        Cause(
+            "install_failed",
+            r"fatal error: (\S+): No such file or directory",
+            "a header is missing ({0}): a Debian -dev package or a configure step",
+        ),
+    )
+    toolchain_images = CXX_IMAGES
+    setup_prompt = prompts.SETUP
+    testgen_prompt = prompts.TESTGEN
+    test_file_hint = "add the case to a test source the build already compiles"
+
+    def detect(self, tree: TreeFiles) -> bool:
+        return tree.has(ROOT_LISTFILE) and any(
+            name.lower().endswith(SOURCE_SUFFIXES) for name in tree.names
+        )
+
+    def facts(self, tree: TreeFiles) -> CMakeFacts | None:
+        return read_cmake(tree)
+
+    def versions(self, facts: Any, inputs: Inputs) -> list[str | None]:
+        pinned = self.pinned_versions(inputs)
+        if pinned is not None:
+            return pinned
+        return gcc_versions(facts, inputs.images_of(self.toolchain))
+
+    def recipe(
+        self, tree: TreeFiles, facts: Any, version: str | None, inputs: Inputs
+    ) -> InstallRecipe:
+        return cmake_recipe(facts, version, inputs.images_of(self.toolchain))
+
+    def no_recipe(self, facts: Any, inputs: Inputs) -> tuple[str, str]:
+        built = inputs.images_of(self.toolchain)
+        cmakes = ", ".join(f"gcc {v}: CMake {CMAKE_OF.get(v, '?')}" for v in sorted(built))
+        minimum = facts.minimum if isinstance(facts, CMakeFacts) else None
+        return (
+            NO_GCC,
+            f"no image's CMake is at least {minimum} ({cmakes or 'none built'}; "
+            "swe-stream images base --toolchains)",
+        )
+
+    def interpreter(self, recipe: InstallRecipe) -> str:
+        return f"gcc {self.version_of(recipe) or 'default'}"
+
+    def report_file(self, runner: str, directory: str) -> ReportFile | None:
+        if runner != RUNNER:
+            return None
+        path = f"{directory}/report.{REPORT}.xml"
+        return ReportFile(path, f"--report {shlex.quote(path)}")
+
+    def compile_failures(self, runner: str, output: str) -> dict[str, str]:
+        return build_failures(output) if runner == RUNNER else {}
+
+    def touches_compiled_sources(self, patch: str) -> bool:
+        return bool(_CXX_SOURCE.search(patch) or _BUILD_FILE.search(patch))
+
+    def tests_changed(self, tree: TreeFiles, test_patch: str) -> list[str]:
+        return changed_cases(tree, test_patch)
+
+    def test_line_ranges(self, path: str, text: str) -> list[tuple[int, int]] | None:
+        if not path.lower().endswith(SOURCE_SUFFIXES):
+            return None
+        return [(case.start, case.end) for case in find_cases(text)]
+
+    def check_command(self, test_command: str, runner: str, test_id: str) -> str | None:
+        if runner != RUNNER:
+            return None
+        split = split_case_id(test_id)
+        if split is not None:  # one case of a binary CTest runs whole
+            return f"GTEST_FILTER={shlex.quote(split[1])} {test_command}"
+        return f"{test_command} --tests-regex {check_arguments(test_id).removeprefix('-R ')}"
+
+    def fingerprint_files(self, names: Sequence[str]) -> list[str]:
+        return sorted(
+            n
+            for n in names
+            if n.rsplit("/", 1)[-1] in (ROOT_LISTFILE, "vcpkg.json", "conanfile.txt")
+            or (n.endswith(".cmake") and n.count("/") <= 1)
+        )
+
+    def test_id_shape(self, runner: str) -> str:
+        return (
+            "the test's CTest name: Suite.Case for a GoogleTest case CTest discovers, the "
+            "add_test name for a whole binary, whose GoogleTest cases are "
+            "<binary>::Suite.Case (calc_test::Calc.Adds)"
+        )

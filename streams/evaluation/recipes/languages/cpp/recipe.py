@@ -1,0 +1,123 @@
+"""A CMake project's recipe: configured once in the instance image (Ninja, tests on, what the
+project downloads at configure time found installed instead), built there, then each test run
+builds what a patch changed and runs CTest through swe-ctest.
+
+The compiler is an image's gcc (``toolchain``): the oldest whose CMake the project accepts
+first (older code compiles best with the gcc of its time: newer ones refuse what they once
+let through, a missing ``#include <cstdint>`` the best known), the newer ones after it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from importlib import resources
+
+from packaging.version import InvalidVersion, Version
+
+from streams.evaluation.recipes.languages import version_key
+from streams.evaluation.recipes.languages.cpp.cmake import ROOT_LISTFILE, CMakeFacts
+from streams.evaluation.recipes.languages.cpp.debian import packages_for
+from streams.evaluation.recipes.languages.cpp.toolchain import DEBIAN_CMAKE, DEBIAN_GCC
+from streams.evaluation.recipes.model import ENV_DIR, InstallRecipe
+
+LANGUAGE_NAME = "C++"
+C_ONLY = "C"  # a project whose ``project()`` names C and no C++: its tasks say C
+RUNNER = "ctest"
+RUNNER_SCRIPT = "swe-ctest.py"  # in ENV_DIR
+BUILD_DIR = "build"
+GOOGLETEST_SOURCES = "/usr/src/googletest"  # Debian's googletest package
+# CMake 4 refuses a project asking for a CMake older than 3.5 without this
+POLICY_MINIMUM = "3.5"
+# the CMake of each image's gcc (the suite's): a project asking for a newer one is not tried
+CMAKE_OF = {DEBIAN_GCC[suite]: cmake for suite, cmake in DEBIAN_CMAKE.items()}
+MAX_TEST_SECONDS = 600
+
+
+def _version(text: str | None) -> Version | None:
+    try:
+        return Version(text) if text else None
+    except InvalidVersion:
+        return None
+
+
+def gcc_versions(facts: CMakeFacts, images: Mapping[str, str]) -> list[str | None]:
+    """The gcc images to try, oldest first, leaving out those whose CMake is older than the
+    project's ``cmake_minimum_required`` (none built: nothing to try)."""
+    wanted = _version(facts.minimum)
+    chosen: list[str | None] = []
+    for version in sorted(images, key=version_key):
+        cmake = _version(CMAKE_OF.get(version))
+        if wanted is not None and cmake is not None and cmake < wanted:
+            continue
+        chosen.append(version)
+    return chosen
+
+
+def language_of_project(facts: CMakeFacts) -> str:
+    """C for a project whose ``project()`` names C and not C++ (CMake's default is both)."""
+    written = {language.upper() for language in facts.languages}
+    return C_ONLY if written and "C" in written and "CXX" not in written else LANGUAGE_NAME
+
+
+def configure_command(facts: CMakeFacts) -> str:
+    """``cmake`` configuring the tree into ``BUILD_DIR``: Ninja (the image's generator), a
+    debug build with its tests on (``BUILD_TESTING`` and every option that guards them), and
+    configure-time downloads found installed first (GoogleTest from Debian's sources)."""
+    options = [
+        "-DCMAKE_BUILD_TYPE=Debug",
+        "-DBUILD_TESTING=ON",
+        *(f"-D{option}=ON" for option in facts.test_options),
+        "-DFETCHCONTENT_TRY_FIND_PACKAGE_MODE=ALWAYS",
+    ]
+    for content in facts.fetched:
+        if "googletest" in content.source.lower() and "${" not in content.name:
+            options.append(f"-DFETCHCONTENT_SOURCE_DIR_{content.name.upper()}={GOOGLETEST_SOURCES}")
+    minimum = _version(facts.minimum)
+    if minimum is not None and minimum < Version(POLICY_MINIMUM):
+        options.append(f"-DCMAKE_POLICY_VERSION_MINIMUM={POLICY_MINIMUM}")
+    return " ".join(["cmake", "-S", ".", "-B", BUILD_DIR, *map(shlex.quote, options)])
+
+
+def build_command() -> str:
+    """Everything that builds at the base commit (``-k 0``: one target that does not leaves
+    the others; each test run builds again and says what does not compile)."""
+    return f"cmake --build {BUILD_DIR} -- -k 0 || true"
+
+
+def runner_program() -> bytes:
+    """The script that builds what compiles and runs CTest (``RUNNER_SCRIPT``)."""
+    return resources.files(__package__).joinpath("swe_ctest.py").read_bytes()
+
+
+def test_command() -> str:
+    return f"python3 {ENV_DIR}/{RUNNER_SCRIPT} --build-dir {BUILD_DIR} --timeout {MAX_TEST_SECONDS}"
+
+
+def cmake_recipe(
+    facts: CMakeFacts, version: str | None, images: Mapping[str, str]
+) -> InstallRecipe:
+    """The recipe of a CMake project on the image of gcc ``version``."""
+    found = [package.name for package in facts.packages]
+    packages, unknown = packages_for(found, facts.pkg_modules)
+    notes = [*facts.problems[:5]]
+    if unknown:
+        notes.append(f"no Debian package known for: {', '.join(sorted(set(unknown)))}")
+    downloads = [content.name for content in facts.fetched]
+    if downloads:
+        notes.append(f"downloads at configure time: {', '.join(downloads[:10])}")
+    sources = [ROOT_LISTFILE]
+    if version:
+        sources.append(f"gcc:{version}")
+    return InstallRecipe(
+        language=language_of_project(facts),
+        dependency_files={RUNNER_SCRIPT: runner_program()},
+        install_commands=(configure_command(facts), build_command()),
+        test_command=test_command(),
+        test_runner=RUNNER,
+        python=None,
+        base_image=images.get(version) if version else None,
+        system_packages=tuple(packages),
+        sources=tuple(sources),
+        notes=tuple(notes),
+    )

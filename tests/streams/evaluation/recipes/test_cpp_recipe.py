@@ -1,0 +1,217 @@
+"""The C/C++ plugin's decisions, without Docker: which trees are C/C++ projects, the gcc images
+tried (the project's CMake minimum), the CMake recipe (Ninja, tests on, configure-time downloads
+found installed, CMake 4's policy floor), the Debian packages of what it finds, the test cases
+a test patch changes, what did not compile and the check command of one test."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from streams.evaluation.recipes.languages import Inputs, language_named, language_of
+from streams.evaluation.recipes.languages.cpp.changed import changed_cases
+from streams.evaluation.recipes.languages.cpp.cmake import read_cmake
+from streams.evaluation.recipes.languages.cpp.compiled import build_failures
+from streams.evaluation.recipes.languages.cpp.debian import packages_for
+from streams.evaluation.recipes.languages.cpp.recipe import gcc_versions
+from streams.evaluation.recipes.model import TreeFiles
+from tests.streams.evaluation.test_js_recipes import tree
+
+pytestmark = pytest.mark.unit
+
+IMAGES = {"12": "swe-stream/cxx:bookworm", "14": "swe-stream/cxx:trixie", "16": "cxx:forky"}
+LISTS = """\
+cmake_minimum_required(VERSION {minimum})
+project(calc LANGUAGES {languages})
+option(CALC_BUILD_TESTS "tests" OFF)
+find_package(ZLIB REQUIRED)
+find_package(Frobnicator)
+include(FetchContent)
+FetchContent_Declare(googletest URL https://github.com/google/googletest/archive/v1.14.0.zip)
+FetchContent_MakeAvailable(googletest)
+add_library(calc src/calc.c)
+if(CALC_BUILD_TESTS)
+  enable_testing()
+  add_subdirectory(tests)
+endif()
+"""
+
+
+def cmake_tree(
+    minimum: str = "3.14", languages: str = "C CXX", extra: dict[str, str] | None = None
+) -> TreeFiles:
+    files = {
+        "CMakeLists.txt": LISTS.format(minimum=minimum, languages=languages),
+        "src/calc.c": "int add(int a, int b) { return a + b; }\n",
+        "tests/CMakeLists.txt": "add_executable(t t.cpp)\nadd_test(NAME t COMMAND t)\n",
+        "tests/t.cpp": "int main() { return 0; }\n",
+        **(extra or {}),
+    }
+    return tree(files)
+
+
+def test_a_cmake_project_with_sources_is_cpp_and_one_with_python_packaging_is_not() -> None:
+    language = language_of(cmake_tree())
+    assert language is not None and language.name == "C++" and language.compiled
+    assert language_named("C") is language and language_named("cpp") is language
+    # a Python package with a CMake-built extension is Python's
+    python = cmake_tree(extra={"pyproject.toml": "[project]\nname = 'calc'\n"})
+    assert (found := language_of(python)) is not None and found.name == "Python"
+    assert language_of(tree({"CMakeLists.txt": "project(x)\n", "README.md": "x"})) is None
+
+
+@pytest.mark.parametrize(
+    ("minimum", "tried"),
+    [
+        ("3.14", ["12", "14", "16"]),  # oldest gcc first
+        ("3.28", ["14", "16"]),  # bookworm's CMake is 3.25
+        ("3.31.7", ["16"]),
+        ("4.9", []),
+    ],
+)
+def test_the_gcc_images_tried_are_those_whose_cmake_the_project_accepts(
+    minimum: str, tried: list[str]
+) -> None:
+    facts = read_cmake(cmake_tree(minimum))
+    assert facts is not None
+    assert gcc_versions(facts, IMAGES) == tried
+
+
+def test_the_recipe_configures_with_the_tests_on_and_downloads_found_installed() -> None:
+    language = language_named("C++")
+    assert language is not None
+    given = cmake_tree("2.8.12")
+    recipes, _ = language.infer(given, Inputs("o/r", images={"gcc": IMAGES}))
+    assert [r.base_image for r in recipes] == list(IMAGES.values())
+    recipe = recipes[0]
+    assert recipe.language == "C++" and recipe.test_runner == "ctest"
+    configure, build = recipe.install_commands
+    words = shlex.split(configure)
+    assert words[:6] == ["cmake", "-S", ".", "-B", "build", "-DCMAKE_BUILD_TYPE=Debug"]
+    assert {"-DBUILD_TESTING=ON", "-DCALC_BUILD_TESTS=ON"} <= set(words)
+    assert "-DFETCHCONTENT_SOURCE_DIR_GOOGLETEST=/usr/src/googletest" in words
+    assert "-DFETCHCONTENT_TRY_FIND_PACKAGE_MODE=ALWAYS" in words
+    assert "-DCMAKE_POLICY_VERSION_MINIMUM=3.5" in words  # 2.8.12: CMake 4 refuses it without
+    assert build == "cmake --build build -- -k 0 || true"
+    assert recipe.system_packages == ("zlib1g-dev",)
+    assert any("Frobnicator" in note for note in recipe.notes)
+    assert any("googletest" in note for note in recipe.notes)
+    assert "swe-ctest.py" in recipe.dependency_files
+    assert recipe.test_command.startswith("python3 /opt/swe-env/swe-ctest.py --build-dir build")
+    assert recipe.sources == ("CMakeLists.txt", "gcc:12") and language.version_of(recipe) == "12"
+    report = language.report_file("ctest", "/tmp/p")
+    assert report is not None and report.arguments == "--report /tmp/p/report.swe-ctest.xml"
+    # a project of C alone makes tasks of C; a newer CMake needs no policy floor
+    (c_only, *_), _ = language.infer(cmake_tree("3.20", "C"), Inputs("o/r", images={"gcc": IMAGES}))
+    assert c_only.language == "C"
+    assert not any("POLICY_VERSION" in command for command in c_only.install_commands)
+
+
+def test_no_image_has_the_cmake_asked_for() -> None:
+    language = language_named("C++")
+    assert language is not None
+    facts = read_cmake(cmake_tree("4.9"))
+    assert language.versions(facts, Inputs("o/r", images={"gcc": IMAGES})) == []
+    reason, detail = language.no_recipe(facts, Inputs("o/r", images={"gcc": IMAGES}))
+    assert reason == "no_cmake_for_cmake_minimum" and "4.9" in detail and "CMake 3.25.1" in detail
+
+
+def test_debian_packages_of_found_packages_and_modules() -> None:
+    packages, unknown = packages_for(
+        ["Threads", "GTest", "OpenSSL", "zlib", "Boost", "Nope"], ["glib-2.0>=2.50", "uuid", "x2"]
+    )
+    assert packages == [
+        "libssl-dev",
+        "zlib1g-dev",
+        "libboost-all-dev",
+        "libglib2.0-dev",
+        "uuid-dev",
+    ]
+    assert unknown == ["Nope", "x2"]
+
+
+BASE_TEST = """\
+#include <gtest/gtest.h>
+#include "calc.h"
+
+TEST(Calc, Adds) {
+  EXPECT_EQ(add(2, 3), 5);
+}
+
+TEST(Calc, Clamps) {
+  EXPECT_EQ(clamp(5, 0, 3), 3);
+}
+"""
+TEST_PATCH = """\
+diff --git a/tests/calc_test.cpp b/tests/calc_test.cpp
+--- a/tests/calc_test.cpp
++++ b/tests/calc_test.cpp
+@@ -7,5 +7,10 @@ TEST(Calc, Adds) {
+\x20
+ TEST(Calc, Clamps) {
+   EXPECT_EQ(clamp(5, 0, 3), 3);
++  EXPECT_EQ(clamp(-1, 0, 3), 0);
+ }
++
++TEST(Calc, Muls) {
++  EXPECT_EQ(mul(2, 3), 6);
++}
+diff --git a/tests/README.md b/tests/README.md
+--- /dev/null
++++ b/tests/README.md
+@@ -0,0 +1 @@
++TEST(Not, ACase) {}
+"""
+
+
+def test_the_cases_a_test_patch_adds_or_changes() -> None:
+    given = tree({"tests/calc_test.cpp": BASE_TEST})
+    assert changed_cases(given, TEST_PATCH) == ["Calc.Clamps", "Calc.Muls"]
+    language = language_named("C++")
+    assert language is not None and language.tests_changed(given, TEST_PATCH) == changed_cases(
+        given, TEST_PATCH
+    )
+    assert language.test_line_ranges("tests/calc_test.cpp", BASE_TEST) == [(4, 6), (8, 10)]
+    assert language.test_line_ranges("README.md", BASE_TEST) is None
+
+
+NINJA_LOG = """\
+[1/4] Building CXX object CMakeFiles/calc.dir/calc.cpp.o
+[2/4] Building CXX object CMakeFiles/broken_test.dir/tests/broken_test.cpp.o
+FAILED: CMakeFiles/broken_test.dir/tests/broken_test.cpp.o
+/usr/bin/c++ -o CMakeFiles/broken_test.dir/tests/broken_test.cpp.o -c tests/broken_test.cpp
+tests/broken_test.cpp:4:20: error: 'mul' was not declared in this scope
+    4 | TEST(Calc, Muls) { EXPECT_EQ(mul(2, 3), 6); }
+[3/4] Linking CXX executable good_test
+ninja: build stopped: subcommand failed.
+swe-ctest: did not compile CMakeFiles/broken_test.dir/tests/broken_test.cpp.o
+"""
+
+
+def test_what_did_not_compile_and_what_the_compiler_said() -> None:
+    failures = build_failures(NINJA_LOG)
+    obj = "CMakeFiles/broken_test.dir/tests/broken_test.cpp.o"
+    assert list(failures) == [obj]
+    assert failures[obj].splitlines()[0] == (
+        "tests/broken_test.cpp:4:20: error: 'mul' was not declared in this scope"
+    )
+    assert build_failures(NINJA_LOG.replace("swe-ctest: did not compile", "x")) == {}
+    language = language_named("C++")
+    assert language is not None and language.compile_failures("ctest", NINJA_LOG) == failures
+
+
+def test_a_check_command_runs_one_test() -> None:
+    language = language_named("C++")
+    assert language is not None
+    command = "python3 /opt/swe-env/swe-ctest.py --build-dir build"
+    assert language.check_command(command, "ctest", "Calc.Adds") == (
+        f"{command} --tests-regex '^Calc\\.Adds$'"
+    )
+    assert language.check_command(command, "ctest", "whole_test::Whole.Works") == (
+        f"GTEST_FILTER=Whole.Works {command}"
+    )
+    assert language.check_command(command, "pytest", "x") is None
+    assert language.touches_compiled_sources("diff --git a/src/calc.cpp b/src/calc.cpp\n")
+    assert language.touches_compiled_sources("diff --git a/CMakeLists.txt b/CMakeLists.txt\n")
+    assert not language.touches_compiled_sources("diff --git a/README.md b/README.md\n")
