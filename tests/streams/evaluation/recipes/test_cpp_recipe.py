@@ -14,7 +14,7 @@ from streams.evaluation.recipes.languages.cpp.changed import changed_cases
 from streams.evaluation.recipes.languages.cpp.cmake import read_cmake
 from streams.evaluation.recipes.languages.cpp.compiled import build_failures
 from streams.evaluation.recipes.languages.cpp.debian import packages_for
-from streams.evaluation.recipes.languages.cpp.recipe import gcc_versions
+from streams.evaluation.recipes.languages.cpp.recipe import gcc_versions, options_for_tests
 from streams.evaluation.recipes.model import TreeFiles
 from tests.streams.evaluation.test_js_recipes import tree
 
@@ -55,9 +55,30 @@ def test_a_cmake_project_with_sources_is_cpp_and_one_with_python_packaging_is_no
     language = language_of(cmake_tree())
     assert language is not None and language.name == "C++" and language.compiled
     assert language_named("C") is language and language_named("cpp") is language
-    # a Python package with a CMake-built extension is Python's
-    python = cmake_tree(extra={"pyproject.toml": "[project]\nname = 'calc'\n"})
+    # a Python package with a CMake-built extension and Python tests is Python's
+    python = tree(
+        {
+            "CMakeLists.txt": "project(ext CXX)\nadd_library(ext MODULE ext.cpp)\n",
+            "ext.cpp": "int f() { return 1; }\n",
+            "pyproject.toml": "[project]\nname = 'ext'\n",
+            "ext/__init__.py": "",
+            "tests/test_ext.py": "def test_f(): pass\n",
+        }
+    )
     assert (found := language_of(python)) is not None and found.name == "Python"
+    # a C++ library with Python bindings and tools, whose CMake project has tests, is C++'s
+    bindings = cmake_tree(
+        extra={
+            "setup.py": "from setuptools import setup\n",
+            "bindings/b.py": "",
+            "src/more.cpp": "",
+            "src/more.h": "",
+        }
+    )
+    assert (found := language_of(bindings)) is not None and found.name == "C++"
+    # more Python than C/C++: Python's, whatever its CMake project holds
+    scripts = cmake_tree(extra={f"scripts/s{n}.py": "" for n in range(3)})
+    assert (found := language_of(scripts)) is not None and found.name == "Python"
     assert language_of(tree({"CMakeLists.txt": "project(x)\n", "README.md": "x"})) is None
 
 
@@ -215,3 +236,35 @@ def test_a_check_command_runs_one_test() -> None:
     assert language.touches_compiled_sources("diff --git a/src/calc.cpp b/src/calc.cpp\n")
     assert language.touches_compiled_sources("diff --git a/CMakeLists.txt b/CMakeLists.txt\n")
     assert not language.touches_compiled_sources("diff --git a/README.md b/README.md\n")
+
+
+def test_only_options_that_turn_on_the_tests_alone_are_set() -> None:
+    lists = """\
+option(LIB_BUILD_TESTS "tests" OFF)
+option(LIB_CUDA_TEST "CUDA tests" OFF)
+option(LIB_BUILD_EXAMPLES "examples" OFF)
+if(LIB_BUILD_TESTS OR LIB_CUDA_TEST OR LIB_BUILD_EXAMPLES)
+  enable_testing()
+  add_subdirectory(tests)
+endif()
+add_subdirectory(third_party/googletest)
+"""
+    vendored = "option(gtest_build_tests OFF)\nif(gtest_build_tests)\n  add_test(g g)\nendif()\n"
+    facts = read_cmake(
+        tree(
+            {
+                "CMakeLists.txt": lists,
+                "third_party/googletest/CMakeLists.txt": vendored,
+                "tests/CMakeLists.txt": "add_test(NAME t COMMAND t)\n",
+            }
+        )
+    )
+    assert facts is not None
+    assert facts.test_options == [
+        "LIB_BUILD_TESTS",
+        "LIB_CUDA_TEST",
+        "LIB_BUILD_EXAMPLES",
+        "gtest_build_tests",
+    ]
+    # a CUDA toolchain, examples, a vendored project's own tests: not the project's tests alone
+    assert options_for_tests(facts) == ["LIB_BUILD_TESTS"]

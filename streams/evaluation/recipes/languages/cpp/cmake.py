@@ -69,6 +69,9 @@ class CMakeFacts:
     project: str | None = None
     languages: tuple[str, ...] = ()  # project()'s, as written (C, CXX)
     options: dict[str, str] = field(default_factory=dict)  # option -> its default, as written
+    option_files: dict[str, str] = field(
+        default_factory=dict
+    )  # option -> the listfile declaring it
     test_options: list[str] = field(default_factory=list)  # options that guard the tests
     packages: list[FoundPackage] = field(default_factory=list)
     pkg_modules: list[str] = field(default_factory=list)  # pkg-config modules, as written
@@ -155,8 +158,10 @@ class _Walk:
             facts.languages = _project_languages(words[1:])
         elif name == "option" and words:
             facts.options.setdefault(words[0], words[2] if len(words) > 2 else "OFF")
+            facts.option_files.setdefault(words[0], path)
         elif name == "cmake_dependent_option" and len(words) > 2:
             facts.options.setdefault(words[0], words[2])
+            facts.option_files.setdefault(words[0], path)
         elif name == "enable_testing":
             facts.testing = True
             self.guarded()

@@ -36,6 +36,8 @@ from streams.evaluation.recipes.languages.cpp.tests_in_source import find_cases
 from streams.evaluation.recipes.languages.cpp.toolchain import CXX_IMAGES
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 
+# a Python package's own files at the root: a tree with them and a CMakeLists.txt may be either
+PYTHON_PACKAGING = ("pyproject.toml", "setup.py", "setup.cfg")
 NO_GCC = "no_cmake_for_cmake_minimum"  # the project asks for a CMake no image has
 _CXX_SOURCE = re.compile(
     r"^diff --git a/\S+\.(?:c|cc|cpp|cxx|c\+\+|h|hh|hpp|hxx|ipp|inl)\s", re.MULTILINE | re.I
@@ -52,9 +54,10 @@ class Cpp(Language):
     version_pattern = r"^\d+$"  # an image's gcc major: "12"
     # its libraries are Debian's -dev packages
     registries = ("deb.debian.org",)
-    # after Python, JavaScript, Go, Rust and Java: a package of theirs with a C extension or a
-    # CMakeLists.txt for its native part is theirs
-    order = 50
+    # after Go, Rust and Java (a crate or a Maven build with a native part is theirs), before
+    # Python and JavaScript, whose detection takes any tree with a script of theirs: a CMake
+    # project with Python tools or bindings is C/C++ unless ``detect`` says otherwise
+    order = 8
     compiled = True
     runners = {RUNNER: LogParser(parse_ctest_console, running_when_killed, report=REPORT)}
     reports = {REPORT: parse_swe_ctest_report}
@@ -91,9 +94,17 @@ class Cpp(Language):
     test_file_hint = "add the case to a test source the build already compiles"
 
     def detect(self, tree: TreeFiles) -> bool:
-        return tree.has(ROOT_LISTFILE) and any(
-            name.lower().endswith(SOURCE_SUFFIXES) for name in tree.names
-        )
+        if not tree.has(ROOT_LISTFILE):
+            return False
+        sources = sum(name.lower().endswith(SOURCE_SUFFIXES) for name in tree.names)
+        scripts = sum(name.endswith(".py") for name in tree.names)
+        if sources == 0 or sources <= scripts:
+            return False  # a Python project that builds a native part with CMake
+        if not any(tree.has(name) for name in PYTHON_PACKAGING):
+            return True
+        # a Python package too (bindings): C/C++'s when its CMake project has tests of its own
+        facts = read_cmake(tree)
+        return facts is not None and bool(facts.testing or facts.tests or facts.discovered)
 
     def facts(self, tree: TreeFiles) -> CMakeFacts | None:
         return read_cmake(tree)

@@ -60,6 +60,32 @@ def language_of_project(facts: CMakeFacts) -> str:
     return C_ONLY if written and "C" in written and "CXX" not in written else LANGUAGE_NAME
 
 
+# words of a test option that turns on more than the tests: another toolchain, a tool or a
+# stricter build the image may not have (fmt's FMT_CUDA_TEST, benchmark's assembly tests)
+EXTRA_WORDS = (
+    "CUDA", "FUZZ", "BENCH", "ASSEMBLY", "ASM", "COVERAGE", "SANITIZ", "VALGRIND", "MEMCHECK",
+    "WERROR", "PEDANTIC", "DOC", "EXAMPLE", "INSTALL", "PACKAGE",
+)  # fmt: skip
+# directories of code a project vendors: their options are the vendored project's own
+VENDORED = frozenset({"third_party", "thirdparty", "3rdparty", "external", "extern", "vendor",
+                      "deps", "contrib", "googletest", "gtest", "gmock"})  # fmt: skip
+
+
+def options_for_tests(facts: CMakeFacts) -> list[str]:
+    """The options to turn on for the tests: those guarding them whose names say tests, not
+    something more, declared by the project itself (not by a project it vendors)."""
+    chosen = []
+    for option in facts.test_options:
+        words = option.upper()
+        declared = facts.option_files.get(option, ROOT_LISTFILE).lower().split("/")
+        if "TEST" not in words or any(word in words for word in EXTRA_WORDS):
+            continue
+        if any(part in VENDORED or part.startswith(("gtest", "googletest")) for part in declared):
+            continue
+        chosen.append(option)
+    return chosen
+
+
 def configure_command(facts: CMakeFacts) -> str:
     """``cmake`` configuring the tree into ``BUILD_DIR``: Ninja (the image's generator), a
     debug build with its tests on (``BUILD_TESTING`` and every option that guards them), and
@@ -67,7 +93,7 @@ def configure_command(facts: CMakeFacts) -> str:
     options = [
         "-DCMAKE_BUILD_TYPE=Debug",
         "-DBUILD_TESTING=ON",
-        *(f"-D{option}=ON" for option in facts.test_options),
+        *(f"-D{option}=ON" for option in options_for_tests(facts)),
         "-DFETCHCONTENT_TRY_FIND_PACKAGE_MODE=ALWAYS",
     ]
     for content in facts.fetched:
