@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from streams.evaluation.log_parsers.base import LogParser, ReportFile
-from streams.evaluation.recipes.languages import Cause, Inputs, Language
+from streams.evaluation.recipes.languages import Cause, Inputs, Language, languages
 from streams.evaluation.recipes.languages.cpp import prompts
 from streams.evaluation.recipes.languages.cpp.changed import SOURCE_SUFFIXES, changed_cases
 from streams.evaluation.recipes.languages.cpp.cmake import ROOT_LISTFILE, CMakeFacts, read_cmake
@@ -36,8 +36,6 @@ from streams.evaluation.recipes.languages.cpp.tests_in_source import find_cases
 from streams.evaluation.recipes.languages.cpp.toolchain import CXX_IMAGES
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 
-# a Python package's own files at the root: a tree with them and a CMakeLists.txt may be either
-PYTHON_PACKAGING = ("pyproject.toml", "setup.py", "setup.cfg")
 NO_GCC = "no_cmake_for_cmake_minimum"  # the project asks for a CMake no image has
 _CXX_SOURCE = re.compile(
     r"^diff --git a/\S+\.(?:c|cc|cpp|cxx|c\+\+|h|hh|hpp|hxx|ipp|inl)\s", re.MULTILINE | re.I
@@ -100,11 +98,22 @@ class Cpp(Language):
         scripts = sum(name.endswith(".py") for name in tree.names)
         if sources == 0 or sources <= scripts:
             return False  # a Python project that builds a native part with CMake
-        if not any(tree.has(name) for name in PYTHON_PACKAGING):
+        if not self._another_project_at_root(tree):
             return True
-        # a Python package too (bindings): C/C++'s when its CMake project has tests of its own
+        # another language's project too (Python bindings, a package.json for its tools):
+        # C/C++'s when its CMake project has tests of its own
         facts = read_cmake(tree)
         return facts is not None and bool(facts.testing or facts.tests or facts.discovered)
+
+    def _another_project_at_root(self, tree: TreeFiles) -> bool:
+        """Whether the root holds a project file of another language (its ``project_files``)."""
+        return any(
+            tree.has(name)
+            for language in languages()
+            if language is not self
+            for name in language.project_files
+            if "/" not in name
+        )
 
     def facts(self, tree: TreeFiles) -> CMakeFacts | None:
         return read_cmake(tree)
