@@ -9,7 +9,9 @@ The style: the tests behind an option off by default (``CALC_BUILD_TESTS``), in 
 their own; one GoogleTest binary whose cases CTest discovers, one CTest runs whole; GoogleTest
 fetched at configure time (``FetchContent``, found installed: no network); a test patch that
 does not compile without the fix (its binary's old case is PASS_TO_PASS, its new ones
-FAIL_TO_PASS)."""
+FAIL_TO_PASS); a C project linking a Debian library (zlib, found with ``find_package``),
+tested by plain executables (``add_test``: a test is its exit status), graded with the gold
+patch alone (the other gradings do not depend on the language)."""
 
 from __future__ import annotations
 
@@ -109,3 +111,70 @@ def test_a_cmake_project_whose_test_patch_does_not_compile_without_the_fix(
     assert config is not None and config.language == "C++" and config.test_runner == "ctest"
     assert config.version("gcc") == "12"
     assert any("-DCALC_BUILD_TESTS=ON" in command for command in config.install_commands)
+
+
+C_LISTS = """\
+cmake_minimum_required(VERSION 3.10)
+project(sums C)
+find_package(ZLIB REQUIRED)
+add_library(sums src/sums.c)
+target_include_directories(sums PUBLIC include)
+target_link_libraries(sums ZLIB::ZLIB)
+enable_testing()
+foreach(name crc words)
+  add_executable(test_${name} tests/test_${name}.c)
+  target_link_libraries(test_${name} sums)
+  add_test(NAME ${name} COMMAND test_${name})
+endforeach()
+"""
+C_HEADER = "#pragma once\nunsigned long checksum(const char *text);\nint words(const char *t);\n"
+C_SOURCE = """\
+#include <string.h>
+#include <zlib.h>
+#include "sums.h"
+unsigned long checksum(const char *text) {
+  return crc32(0L, (const unsigned char *)text, (unsigned)strlen(text) - 1);  /* the bug */
+}
+int words(const char *t) {
+  int n = 0, in = 0;
+  for (; *t; t++) { if (*t == ' ') in = 0; else if (!in) { in = 1; n++; } }
+  return n;
+}
+"""
+# the crc test before the PR checks nothing of the checksum's value: it passes at the base,
+# fails with the PR's test alone and passes with the fix
+C_CRC_BASE = '#include "sums.h"\nint main(void) { return checksum("ab") != 0 ? 0 : 1; }\n'
+C_CRC_TEST = """\
+#include <zlib.h>
+#include "sums.h"
+int main(void) {
+  return checksum("a") == crc32(0L, (const unsigned char *)"a", 1) ? 0 : 1;
+}
+"""
+C_WORDS_TEST = '#include "sums.h"\nint main(void) { return words("two words") == 2 ? 0 : 1; }\n'
+
+
+def test_a_c_project_with_a_debian_library_and_plain_test_executables(
+    tmp_path: Path, docker_client: Any, base_image: str, cxx_images: dict[str, str]
+) -> None:
+    base = {
+        "CMakeLists.txt": C_LISTS,
+        "include/sums.h": C_HEADER,
+        "src/sums.c": C_SOURCE,
+        "tests/test_crc.c": C_CRC_BASE,
+        "tests/test_words.c": C_WORDS_TEST,
+    }
+    fix = {
+        "src/sums.c": C_SOURCE.replace(" - 1);  /* the bug */", ");"),
+        "tests/test_crc.c": C_CRC_TEST,
+    }
+    oldest = dict(sorted(cxx_images.items())[:1])
+    task = validate_and_grade(
+        tmp_path, "swe-stream-test/sums-c", base, fix, docker_client, base_image, oldest, "gcc",
+        gold_only=True,
+    )  # fmt: skip
+    assert task.FAIL_TO_PASS == ["crc"]
+    assert task.PASS_TO_PASS == ["words"]
+    config = task.install_config
+    assert config is not None and config.language == "C"  # project() names C alone
+    assert config.system_packages == ["zlib1g-dev"]  # find_package(ZLIB), from Debian
