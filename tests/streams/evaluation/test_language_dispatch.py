@@ -52,6 +52,13 @@ def package(scripts: dict[str, str], **fields: Any) -> str:
         ({"pom.xml": "<project/>", "src/A.java": "", "package.json": "{}"}, "Java"),
         ({"build.gradle": "", "src/A.java": "", "setup.py": ""}, "Java"),  # rejected later
         ({"pom.xml": "<project/>", "README.md": ""}, None),  # no Java source
+        # a CMake project with a Python tool is C++'s; a Python package building a native part
+        # with CMake (and testing it with pytest) is Python's
+        ({"CMakeLists.txt": "project(x)\n", "src/a.cpp": "", "src/a.h": "", "t.py": ""}, "C++"),
+        (
+            {"CMakeLists.txt": "", "a.cpp": "", "pyproject.toml": "", "tests/test_a.py": ""},
+            "Python",
+        ),
     ],
 )
 def test_the_first_language_whose_detector_accepts_the_tree(
@@ -59,7 +66,9 @@ def test_the_first_language_whose_detector_accepts_the_tree(
 ) -> None:
     found = language_of(tree(files))
     assert (found.name if found else None) == language
-    assert [lang.name for lang in languages()][:5] == ["Go", "Rust", "Java", "Python", "JavaScript"]
+    assert [lang.name for lang in languages()][:6] == [
+        "Go", "Rust", "Java", "C++", "Python", "JavaScript"
+    ]  # fmt: skip
 
 
 def test_infer_recipes_dispatches_to_the_javascript_chain() -> None:
