@@ -61,7 +61,7 @@ def language_of_project(facts: CMakeFacts) -> str:
 
 
 # words of a test option that turns on more than the tests: another toolchain, a tool or a
-# stricter build the image may not have (fmt's FMT_CUDA_TEST, benchmark's assembly tests)
+# stricter build the image may not have (a CUDA test target, assembly listings' tests)
 EXTRA_WORDS = (
     "CUDA", "FUZZ", "BENCH", "ASSEMBLY", "ASM", "COVERAGE", "SANITIZ", "VALGRIND", "MEMCHECK",
     "WERROR", "PEDANTIC", "DOC", "EXAMPLE", "INSTALL", "PACKAGE",
