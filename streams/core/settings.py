@@ -361,6 +361,16 @@ class DockerSettings(Section):
         description="the Docker volume (or absolute host path) where every image build keeps "
         "uv's and pip's downloads and built wheels; empty = no cache",
     )
+    debian_mirror: str = Field(
+        "http://deb.debian.org/debian",
+        description="the Debian archive whose file lists (Contents-amd64) say which package "
+        "holds a file a build looks for (a header, a CMake or pkg-config package file)",
+    )
+    debian_contents: str = Field(
+        "",
+        description="the directory of those file lists, read once a day per suite; empty = "
+        "the user's cache ($XDG_CACHE_HOME/swe-stream/debian-contents)",
+    )
     build_step_timeout_seconds: float = Field(
         3600.0, gt=0, description="an image build step is killed after this long"
     )

@@ -19,6 +19,7 @@ Run ``python -m streams.evaluation.images --help`` (or ``swe-stream images base`
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import os
@@ -62,10 +63,24 @@ DEFAULT_PACKAGES: tuple[str, ...] = (
     "patch",  # validation's last resort for patches that need fuzz
 )
 BASE_LABEL = "org.swe-stream.base"
+# the hash of the Dockerfile a toolchain image was built from: a changed definition (a package
+# added, a variable moved) builds the image again rather than keeping the old one
+DEFINITION_LABEL = "org.swe-stream.definition"
 IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 EXTRA_CA_NAME = "swe-stream-extra.crt"
 
 _CHUNK = 1 << 20  # bytes per chunk streamed from tar to the engine
+
+
+def image_label(client: Any, tag: str, label: str) -> str | None:
+    """The value of ``label`` on image ``tag`` (None: no such image, or no such label)."""
+    import docker.errors
+
+    try:
+        image = client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return None
+    return (image.labels or {}).get(label)
 
 
 def base_image_exists(client: Any, tag: str) -> bool:
@@ -485,7 +500,8 @@ def build_toolchain_images(
 ) -> Iterator[BuildResult]:
     """Build the toolchain image of each suite of ``suites`` (suite -> version; default: all
     of ``images.by_suite``) on its base image ``<base_prefix>:<suite>`` (which must exist:
-    ``build_base_images``), as ``images.tag(suite)``; existing tags kept unless ``force``."""
+    ``build_base_images``), as ``images.tag(suite)``; an existing image of the same definition
+    (``DEFINITION_LABEL``) is kept unless ``force``."""
     import io
 
     import docker
@@ -497,13 +513,15 @@ def build_toolchain_images(
         for suite, version in (images.by_suite if suites is None else suites).items():
             tag = images.tag(suite)
             started = time.monotonic()
-            if not force and base_image_exists(client, tag):
+            base = f"{base_prefix}:{suite}"
+            text = toolchain_dockerfile(images, base, version)
+            definition = hashlib.sha256(text.encode()).hexdigest()[:16]
+            if not force and image_label(client, tag, DEFINITION_LABEL) == definition:
                 yield BuildResult(tag, suite, False, 0.0)
                 continue
-            base = f"{base_prefix}:{suite}"
             if not base_image_exists(client, base):
                 raise RuntimeError(f"{tag} needs {base}: build it first (images base --all)")
-            dockerfile = toolchain_dockerfile(images, base, version).encode()
+            dockerfile = f'{text}LABEL {DEFINITION_LABEL}="{definition}"\n'.encode()
             try:
                 client.images.build(
                     fileobj=io.BytesIO(dockerfile), tag=tag, rm=True, forcerm=True, pull=False

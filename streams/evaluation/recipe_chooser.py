@@ -15,8 +15,10 @@ import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+from streams.clients.debian_contents import DebianContents
 from streams.clients.git import RepoCache
 from streams.core import metrics
 from streams.core.settings import DockerSettings, ValidateSettings
@@ -75,6 +77,10 @@ class RecipeChooser:
         self.pipeline_version = pipeline_version  # a memory entry of an older one is verified
         self.overrides = overrides if overrides is not None else Overrides()
         self.memory = memory  # the recipes that worked (None: nothing remembered)
+        # which Debian package holds a file a build looks for (read once a day per suite)
+        self.system_files = DebianContents(
+            docker.debian_mirror, Path(docker.debian_contents) if docker.debian_contents else None
+        )
 
     def tree(self, repo: str, base_commit: str) -> TreeFiles:
         """Blocking: ``repo``'s files at ``base_commit`` (cloned, or reused)."""
@@ -153,6 +159,7 @@ class RecipeChooser:
             override=override,
             changed_files=changed_files,
             diffs=diffs,
+            system_files=self.system_files,
         )
 
     def remembered_recipes(

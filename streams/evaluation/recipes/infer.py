@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from streams.evaluation.log_parsers import LOG_PARSERS
-from streams.evaluation.recipes.languages import Inputs, Language, language_of
+from streams.evaluation.recipes.languages import Inputs, Language, SystemFiles, language_of
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 from streams.evaluation.recipes.overrides import RepositoryOverride, apply_override
 
@@ -58,6 +58,7 @@ def infer_recipes(
     changed_files: Sequence[str] = (),
     images: Mapping[str, Mapping[str, str]] | None = None,
     diffs: tuple[str, ...] = (),
+    system_files: SystemFiles | None = None,
 ) -> tuple[list[InstallRecipe], Any]:
     """The recipes to try (best first) and the facts they were made of, by the tree's
     language; no recipe when no language recognises it, or its toolchain constraint excludes
@@ -70,6 +71,7 @@ def infer_recipes(
         diffs=diffs,
         release_tag=release_tag,
         override=override,
+        system_files=system_files,
     )
     recipes, facts, _ = infer_for(tree, inputs)
     return recipes, facts

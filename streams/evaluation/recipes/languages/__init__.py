@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Protocol
 
 from packaging.version import InvalidVersion, Version
 
@@ -45,12 +45,23 @@ log = logging.getLogger("swe_stream.languages")
 ENTRY_POINT_GROUP = "swe_stream.languages"
 
 
+class SystemFiles(Protocol):
+    """Which packages of a Debian suite hold files a build looks for, as ``apt-file`` says
+    (``streams.clients.debian_contents``): for each path end asked (``zlib.h``,
+    ``openssl/ssl.h``, ``fmt-config.cmake``), every (path, packages) of the suite ending so.
+    Blocking; raises ``OSError`` (or a subclass of ``RuntimeError``) when it cannot tell."""
+
+    def holders(
+        self, suite: str, ends: Sequence[str]
+    ) -> Mapping[str, Sequence[tuple[str, tuple[str, ...]]]]: ...
+
+
 @dataclass(frozen=True)
 class Inputs:
     """What inference may use beyond the tree: the images per toolchain version (``images``:
     toolchain, such as ``python``, -> version -> image tag), the PR's date, changed files and
     diffs (its test patch and patch, in the order they apply), the release tag (asked only
-    when needed), a per-repository override."""
+    when needed), a per-repository override, the Debian packages' file lists."""
 
     repo: str
     images: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
@@ -59,6 +70,7 @@ class Inputs:
     diffs: tuple[str, ...] = ()
     release_tag: Callable[[], str | None] = lambda: None
     override: Any = None  # a ``RepositoryOverride``
+    system_files: SystemFiles | None = None  # None: no package is looked up by its files
 
     def images_of(self, toolchain: str | None) -> dict[str, str]:
         """The images of one toolchain's versions (none: the default base image only)."""

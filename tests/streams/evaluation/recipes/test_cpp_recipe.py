@@ -6,16 +6,26 @@ a test patch changes, what did not compile and the check command of one test."""
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 import pytest
 
+from streams.clients.debian_contents import DebianContents
+from streams.evaluation.image_builds import PACKAGE_CACHE_MOUNT
 from streams.evaluation.recipes.languages import Inputs, language_named, language_of
 from streams.evaluation.recipes.languages.cpp.changed import changed_cases
 from streams.evaluation.recipes.languages.cpp.cmake import read_cmake
 from streams.evaluation.recipes.languages.cpp.compiled import build_failures
-from streams.evaluation.recipes.languages.cpp.debian import packages_for
+from streams.evaluation.recipes.languages.cpp.debian import (
+    Wanted,
+    module_files,
+    packages_of,
+    wanted_of_cmake,
+)
 from streams.evaluation.recipes.languages.cpp.recipe import gcc_versions, options_for_tests
+from streams.evaluation.recipes.languages.cpp.toolchain import CXX_IMAGES
 from streams.evaluation.recipes.model import TreeFiles
+from tests.fakes.debian_archive import debian_archive
 from tests.streams.evaluation.test_js_recipes import tree
 
 pytestmark = pytest.mark.unit
@@ -115,8 +125,8 @@ def test_the_recipe_configures_with_the_tests_on_and_downloads_found_installed()
     assert "-DFETCHCONTENT_TRY_FIND_PACKAGE_MODE=ALWAYS" in words
     assert "-DCMAKE_POLICY_VERSION_MINIMUM=3.5" in words  # 2.8.12: CMake 4 refuses it without
     assert build == "cmake --build build -- -k 0 || true"
-    assert recipe.system_packages == ("zlib1g-dev",)
-    assert any("Frobnicator" in note for note in recipe.notes)
+    assert recipe.system_packages == ()  # no file list to look packages up in
+    assert any("ZLIB, Frobnicator" in note for note in recipe.notes)
     assert any("googletest" in note for note in recipe.notes)
     assert "swe-ctest.py" in recipe.dependency_files
     assert recipe.test_command.startswith("python3 /opt/swe-env/swe-ctest.py --build-dir build")
@@ -138,18 +148,113 @@ def test_no_image_has_the_cmake_asked_for() -> None:
     assert reason == "no_cmake_for_cmake_minimum" and "4.9" in detail and "CMake 3.25.1" in detail
 
 
-def test_debian_packages_of_found_packages_and_modules() -> None:
-    packages, unknown = packages_for(
-        ["Threads", "GTest", "OpenSSL", "zlib", "Boost", "Nope"], ["glib-2.0>=2.50", "uuid", "x2"]
+FIND_FROB = """\
+find_path(FROB_INCLUDE_DIR NAMES frob/frob.h PATH_SUFFIXES frob1)
+find_library(FROB_LIBRARY NAMES frob ${FROB_NAMES})
+find_file(FROB_TOOL NAMES frob.exe)
+find_program(FROB_CONFIG NAMES frob-config)
+find_program(FROB_DOC NAMES frob-doc)
+"""
+
+
+def test_the_files_a_find_module_looks_for() -> None:
+    compiled, programs = module_files(FIND_FROB)
+    assert compiled == (
+        "usr/include/frob/frob.h",
+        "usr/include/x86_64-linux-gnu/frob/frob.h",
+        "usr/include/frob1/frob/frob.h",
+        "usr/lib/x86_64-linux-gnu/libfrob.so",
+        "usr/lib/libfrob.so",
+    )  # not the Windows tool, not a name made of variables
+    assert programs == ("usr/bin/frob-config", "bin/frob-config")  # the first program alone
+
+
+def test_what_each_package_a_cmake_project_finds_needs() -> None:
+    lists = (
+        "project(calc)\nfind_package(Frob)\nfind_package(ZLIB REQUIRED)\n"
+        "find_package(Threads)\nfind_package(Doxygen)\nfind_package(BISON REQUIRED)\n"
+        "find_package(Boost COMPONENTS filesystem)\nfind_package(calc CONFIG)\n"
+        "pkg_check_modules(GLIB REQUIRED glib-2.0>=2.50 calc)\n"
     )
-    assert packages == [
-        "libssl-dev",
-        "zlib1g-dev",
-        "libboost-all-dev",
-        "libglib2.0-dev",
-        "uuid-dev",
+    modules = {
+        "ZLIB": "find_path(ZLIB_INCLUDE_DIR NAMES zlib.h)\n",
+        "Threads": "include(CheckIncludeFile)\n",
+        "Doxygen": "find_program(DOXYGEN_EXECUTABLE NAMES doxygen)\n",
+        "BISON": "find_program(BISON_EXECUTABLE NAMES bison win_bison)\n",
+    }
+    given = tree({"CMakeLists.txt": lists, "cmake/FindFrob.cmake": FIND_FROB})
+    facts = read_cmake(given)
+    assert facts is not None
+    wanted = {w.name: w.groups for w in wanted_of_cmake(facts, given, modules.get)}
+    assert wanted["Frob"][1] == module_files(FIND_FROB)[0]  # the tree's own module
+    assert wanted["ZLIB"] == (
+        ("ZLIBConfig.cmake", "zlib-config.cmake"),
+        ("usr/include/zlib.h", "usr/include/x86_64-linux-gnu/zlib.h"),
+    )
+    assert wanted["Threads"] == () and wanted["Doxygen"] == ()  # nothing; an optional tool
+    assert wanted["BISON"][1] == (
+        "usr/bin/bison",
+        "bin/bison",
+        "usr/bin/win_bison",
+        "bin/win_bison",
+    )
+    assert wanted["Boost"] == (
+        ("BoostConfig.cmake", "boost-config.cmake", "boost_filesystem-config.cmake"),
+        ("boost.pc", "usr/lib/x86_64-linux-gnu/libboost.so", "usr/lib/libboost.so",
+         "usr/include/boost.h", "usr/include/x86_64-linux-gnu/boost.h"),
+    )  # fmt: skip
+    assert wanted["glib-2.0"] == (("glib-2.0.pc",),)
+    assert "calc" not in wanted  # the project's own package, found by its examples
+
+
+def test_the_packages_chosen_for_the_files_found() -> None:
+    curl = ("libcurl4-gnutls-dev", "libcurl4-nss-dev", "libcurl4-openssl-dev")
+    holders: dict[str, list[tuple[str, tuple[str, ...]]]] = {
+        "curl/curl.h": [("usr/include/x86_64-linux-gnu/curl/curl.h", curl)],
+        "libcurl.so": [("usr/lib/x86_64-linux-gnu/libcurl.so", curl[2:])],
+        "BoostConfig.cmake": [
+            (
+                "usr/lib/x86_64-linux-gnu/cmake/Boost-1.81.0/BoostConfig.cmake",
+                ("libboost1.81-dev",),
+            ),
+            ("usr/lib/x86_64-linux-gnu/cmake/Boost-1.9.0/BoostConfig.cmake", ("libboost1.9-dev",)),
+        ],
+        "zlib.h": [("usr/include/zlib.h", ("zlib1g-dev",))],
+    }
+    wanted = [
+        Wanted("CURL", (("CURLConfig.cmake",), ("curl/curl.h", "libcurl.so"))),
+        Wanted("Boost", (("BoostConfig.cmake",), ("boost.h",))),
+        Wanted("ZLIB", (("zlib.h", "zconf.h"),)),
+        Wanted("Threads", ()),
+        Wanted("Frob", (("FrobConfig.cmake",), ("frob.h",))),
     ]
-    assert unknown == ["Nope", "x2"]
+    packages, unknown = packages_of(wanted, holders)
+    # one curl that gives the header and the library (GnuTLS's and OpenSSL's conflict)
+    assert packages == ["libcurl4-openssl-dev", "libboost1.81-dev", "zlib1g-dev"]
+    assert unknown == ["Frob"]
+
+
+def test_the_recipe_installs_the_packages_of_the_files_its_build_finds(tmp_path: Path) -> None:
+    language = language_named("C++")
+    assert language is not None
+    extra = {
+        "tests/CMakeLists.txt": "find_package(fmt CONFIG REQUIRED)\nadd_test(NAME t COMMAND t)\n"
+    }
+    with debian_archive() as archive:
+        files = DebianContents(archive.mirror, tmp_path)
+        (recipe, *_), _ = language.infer(
+            cmake_tree("3.14", extra=extra),
+            Inputs("o/r", images={"gcc": IMAGES}, system_files=files),
+        )
+        assert recipe.system_packages == ("zlib1g-dev", "libfmt-dev")
+        assert any("bookworm holds a file of: Frobnicator" in note for note in recipe.notes)
+        # no file list to read: nothing installed, and the notes say why
+        down = DebianContents(archive.mirror.replace("/debian", "/gone"), tmp_path / "x")
+        (recipe, *_), _ = language.infer(
+            cmake_tree("3.14"), Inputs("o/r", images={"gcc": IMAGES}, system_files=down)
+        )
+        assert recipe.system_packages == ()
+        assert any("bookworm's file list could not be read" in note for note in recipe.notes)
 
 
 BASE_TEST = """\
@@ -268,3 +373,11 @@ add_subdirectory(third_party/googletest)
     ]
     # a CUDA toolchain, examples, a vendored project's own tests: not the project's tests alone
     assert options_for_tests(facts) == ["LIB_BUILD_TESTS"]
+
+
+def test_the_compiler_cache_is_the_hosts_package_cache() -> None:
+    # every image build mounts the host's package cache there: the next build of the same
+    # sources (a repository's next PR, the next gcc image tried) is served from ccache
+    environment = dict(CXX_IMAGES.environment)
+    assert environment["CCACHE_DIR"] == f"{PACKAGE_CACHE_MOUNT}/ccache"
+    assert environment["CMAKE_CXX_COMPILER_LAUNCHER"] == "ccache"

@@ -5,6 +5,7 @@ repository of it validates end to end (real git, real Docker): no edit elsewhere
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import sys
 from collections.abc import Iterator
@@ -202,6 +203,14 @@ async def test_a_toy_language_repository_validates_end_to_end(
     (built,) = build_toolchain_images(
         MAKE_IMAGES, {suite: MAKE_IMAGES.by_suite[suite]}, base_prefix=prefix, client=docker_client
     )
+    # built again only when its definition changes (an upgrade's new steps or variables)
+    one_suite = {suite: MAKE_IMAGES.by_suite[suite]}
+    changed = dataclasses.replace(MAKE_IMAGES, note="a definition of another version")
+    for images, expected in ((MAKE_IMAGES, False), (changed, True), (MAKE_IMAGES, True)):
+        (again,) = build_toolchain_images(
+            images, one_suite, base_prefix=prefix, client=docker_client
+        )
+        assert (again.tag, again.built) == (built.tag, expected)
     version = MAKE_IMAGES.by_suite[suite]
     docker = DockerSettings(
         base_image=base_image,

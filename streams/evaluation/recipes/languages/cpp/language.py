@@ -22,6 +22,11 @@ from streams.evaluation.recipes.languages.cpp.ctest import (
     parse_ctest_console,
     running_when_killed,
 )
+from streams.evaluation.recipes.languages.cpp.debian import (
+    debian_packages,
+    host_cmake_module,
+    wanted_of_cmake,
+)
 from streams.evaluation.recipes.languages.cpp.gtest import split_case_id
 from streams.evaluation.recipes.languages.cpp.recipe import (
     C_ONLY,
@@ -33,7 +38,7 @@ from streams.evaluation.recipes.languages.cpp.recipe import (
 )
 from streams.evaluation.recipes.languages.cpp.report import REPORT, parse_swe_ctest_report
 from streams.evaluation.recipes.languages.cpp.tests_in_source import find_cases
-from streams.evaluation.recipes.languages.cpp.toolchain import CXX_IMAGES
+from streams.evaluation.recipes.languages.cpp.toolchain import CXX_IMAGES, SUITE_OF_GCC
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 
 NO_GCC = "no_cmake_for_cmake_minimum"  # the project asks for a CMake no image has
@@ -127,7 +132,10 @@ class Cpp(Language):
     def recipe(
         self, tree: TreeFiles, facts: Any, version: str | None, inputs: Inputs
     ) -> InstallRecipe:
-        return cmake_recipe(facts, version, inputs.images_of(self.toolchain))
+        wanted = wanted_of_cmake(facts, tree, host_cmake_module)
+        suite = SUITE_OF_GCC.get(version or "")
+        packages, notes = debian_packages(wanted, suite, inputs.system_files)
+        return cmake_recipe(facts, version, inputs.images_of(self.toolchain), packages, notes)
 
     def no_recipe(self, facts: Any, inputs: Inputs) -> tuple[str, str]:
         built = inputs.images_of(self.toolchain)

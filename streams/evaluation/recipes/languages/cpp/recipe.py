@@ -10,14 +10,13 @@ let through, a missing ``#include <cstdint>`` the best known), the newer ones af
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import resources
 
 from packaging.version import InvalidVersion, Version
 
 from streams.evaluation.recipes.languages import version_key
 from streams.evaluation.recipes.languages.cpp.cmake import ROOT_LISTFILE, CMakeFacts
-from streams.evaluation.recipes.languages.cpp.debian import packages_for
 from streams.evaluation.recipes.languages.cpp.toolchain import DEBIAN_CMAKE, DEBIAN_GCC
 from streams.evaluation.recipes.model import ENV_DIR, InstallRecipe
 
@@ -121,14 +120,15 @@ def test_command() -> str:
 
 
 def cmake_recipe(
-    facts: CMakeFacts, version: str | None, images: Mapping[str, str]
+    facts: CMakeFacts,
+    version: str | None,
+    images: Mapping[str, str],
+    packages: Sequence[str] = (),
+    package_notes: Sequence[str] = (),
 ) -> InstallRecipe:
-    """The recipe of a CMake project on the image of gcc ``version``."""
-    found = [package.name for package in facts.packages]
-    packages, unknown = packages_for(found, facts.pkg_modules)
-    notes = [*facts.problems[:5]]
-    if unknown:
-        notes.append(f"no Debian package known for: {', '.join(sorted(set(unknown)))}")
+    """The recipe of a CMake project on the image of gcc ``version``, installing the Debian
+    ``packages`` its build finds (``debian``; ``package_notes``: what was not found)."""
+    notes = [*facts.problems[:5], *package_notes]
     downloads = [content.name for content in facts.fetched]
     if downloads:
         notes.append(f"downloads at configure time: {', '.join(downloads[:10])}")

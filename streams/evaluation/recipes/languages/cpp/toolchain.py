@@ -24,9 +24,12 @@ from streams.evaluation.recipes.languages import ToolchainImages, debian_install
 # Debian suite -> the gcc its package installs (oldest suite first)
 DEBIAN_GCC_RELEASE = {"bookworm": "12.2", "trixie": "14.2", "forky": "16.1"}
 DEBIAN_GCC = {suite: version.split(".")[0] for suite, version in DEBIAN_GCC_RELEASE.items()}
+SUITE_OF_GCC = {gcc: suite for suite, gcc in DEBIAN_GCC.items()}
 DEBIAN_CMAKE = {"bookworm": "3.25.1", "trixie": "3.31.6", "forky": "4.3.4"}
-# the compiler cache, shared by every build of the host (the package cache's volume)
-CCACHE_DIR = "/root/.cache/ccache"
+# the compiler cache: in the host's package cache (``image_builds.PACKAGE_CACHE_MOUNT``, mounted
+# while an image builds), so a repository's next PR, and the next gcc image tried, compile only
+# what changed; a test run, which has no such mount, keeps its objects in its container
+CCACHE_DIR = "/var/cache/swe-stream/ccache"
 
 CXX_IMAGES = ToolchainImages(
     prefix="swe-stream/cxx",
