@@ -129,7 +129,9 @@ def test_the_recipe_configures_with_the_tests_on_and_downloads_found_installed()
     assert any("ZLIB, Frobnicator" in note for note in recipe.notes)
     assert any("googletest" in note for note in recipe.notes)
     assert "swe-ctest.py" in recipe.dependency_files
-    assert recipe.test_command.startswith("python3 /opt/swe-env/swe-ctest.py --build-dir build")
+    assert recipe.test_command.startswith(
+        "python3 /opt/swe-env/swe-ctest.py --system cmake --build-dir build"
+    )
     assert recipe.sources == ("CMakeLists.txt", "gcc:12") and language.version_of(recipe) == "12"
     report = language.report_file("ctest", "/tmp/p")
     assert report is not None and report.arguments == "--report /tmp/p/report.swe-ctest.xml"

@@ -26,8 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streams.evaluation.recipes.languages import SystemFiles
+from streams.evaluation.recipes.languages.cpp.autotools import AutotoolsFacts
 from streams.evaluation.recipes.languages.cpp.cmake import CMakeFacts
 from streams.evaluation.recipes.languages.cpp.listfile import read_listfile
+from streams.evaluation.recipes.languages.cpp.meson import MesonFacts
 from streams.evaluation.recipes.model import TreeFiles
 
 ARCH_TRIPLET = "x86_64-linux-gnu"  # the file lists read are amd64's
@@ -159,6 +161,33 @@ def wanted_of_cmake(
         found = wanted_for_module(written)
         if found is not None and found.name.lower() != own:
             wanted.append(found)
+    return wanted
+
+
+def wanted_of_meson(facts: MesonFacts) -> list[Wanted]:
+    """What a Meson project's ``dependency()`` calls need: pkg-config's module first (Meson
+    asks pkg-config, then CMake), a CMake package file, then a library or header of the name."""
+    wanted = []
+    own = (facts.project or "").lower()
+    for name in facts.dependencies:
+        if "$" in name or "@" in name or name.lower() == own:
+            continue
+        lower = name.lower()
+        fallback = (*library_paths(lower), *header_paths(f"{lower}.h"))
+        wanted.append(
+            Wanted(
+                name, ((f"{name}.pc",), (f"{name}Config.cmake", f"{lower}-config.cmake"), fallback)
+            )
+        )
+    return wanted
+
+
+def wanted_of_autotools(facts: AutotoolsFacts) -> list[Wanted]:
+    """What an Autotools project's ``PKG_CHECK_MODULES`` and ``AC_CHECK_LIB`` calls need."""
+    own = (facts.project or "").lower()
+    wanted = [found for m in facts.modules if (found := wanted_for_module(m)) is not None]
+    wanted = [w for w in wanted if w.name.lower() != own]
+    wanted += [Wanted(f"-l{name}", (tuple(library_paths(name)),)) for name in facts.libraries]
     return wanted
 
 

@@ -12,11 +12,22 @@ from collections.abc import Sequence
 from typing import Any
 
 from streams.evaluation.log_parsers.base import LogParser, ReportFile
-from streams.evaluation.recipes.languages import Cause, Inputs, Language, languages
+from streams.evaluation.recipes.languages import Cause, Inputs, Language, languages, version_key
 from streams.evaluation.recipes.languages.cpp import prompts
+from streams.evaluation.recipes.languages.cpp.autotools import (
+    CONFIGURE_FILES,
+    AutotoolsFacts,
+    read_autotools,
+)
 from streams.evaluation.recipes.languages.cpp.changed import SOURCE_SUFFIXES, changed_cases
 from streams.evaluation.recipes.languages.cpp.cmake import ROOT_LISTFILE, CMakeFacts, read_cmake
 from streams.evaluation.recipes.languages.cpp.compiled import build_failures
+from streams.evaluation.recipes.languages.cpp.console import (
+    automake_running,
+    meson_running_when_killed,
+    parse_automake_console,
+    parse_meson_console,
+)
 from streams.evaluation.recipes.languages.cpp.ctest import (
     check_arguments,
     parse_ctest_console,
@@ -25,16 +36,23 @@ from streams.evaluation.recipes.languages.cpp.ctest import (
 from streams.evaluation.recipes.languages.cpp.debian import (
     debian_packages,
     host_cmake_module,
+    wanted_of_autotools,
     wanted_of_cmake,
+    wanted_of_meson,
 )
 from streams.evaluation.recipes.languages.cpp.gtest import split_case_id
+from streams.evaluation.recipes.languages.cpp.meson import ROOT_BUILD, MesonFacts, read_meson
 from streams.evaluation.recipes.languages.cpp.recipe import (
+    AUTOMAKE_RUNNER,
     C_ONLY,
     CMAKE_OF,
     LANGUAGE_NAME,
+    MESON_RUNNER,
     RUNNER,
+    autotools_recipe,
     cmake_recipe,
     gcc_versions,
+    meson_recipe,
 )
 from streams.evaluation.recipes.languages.cpp.report import REPORT, parse_swe_ctest_report
 from streams.evaluation.recipes.languages.cpp.tests_in_source import find_cases
@@ -42,11 +60,26 @@ from streams.evaluation.recipes.languages.cpp.toolchain import CXX_IMAGES, SUITE
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 
 NO_GCC = "no_cmake_for_cmake_minimum"  # the project asks for a CMake no image has
+BUILD_FILES = (ROOT_LISTFILE, ROOT_BUILD, *CONFIGURE_FILES)  # CMake's, Meson's, Autoconf's
 _CXX_SOURCE = re.compile(
     r"^diff --git a/\S+\.(?:c|cc|cpp|cxx|c\+\+|h|hh|hpp|hxx|ipp|inl)\s", re.MULTILINE | re.I
 )
 # the build's own files: a change to them is a change to what is compiled
-_BUILD_FILE = re.compile(r"^diff --git a/(?:\S+/)?(?:CMakeLists\.txt|\S+\.cmake)\s", re.MULTILINE)
+_BUILD_FILE = re.compile(
+    r"^diff --git a/(?:\S+/)?"
+    r"(?:CMakeLists\.txt|\S+\.cmake|meson\.build|Makefile\.am|configure\.ac)\s",
+    re.MULTILINE,
+)
+
+
+def has_tests(facts: CMakeFacts | MesonFacts | AutotoolsFacts | None) -> bool:
+    """Whether a build declares tests of its own (CTest's, Meson's ``test()``, Automake's
+    ``TESTS``)."""
+    if isinstance(facts, CMakeFacts):
+        return bool(facts.testing or facts.tests or facts.discovered)
+    if isinstance(facts, MesonFacts):
+        return bool(facts.tests)
+    return isinstance(facts, AutotoolsFacts) and facts.automake_tests
 
 
 class Cpp(Language):
@@ -62,10 +95,14 @@ class Cpp(Language):
     # project with Python tools or bindings is C/C++ unless ``detect`` says otherwise
     order = 8
     compiled = True
-    runners = {RUNNER: LogParser(parse_ctest_console, running_when_killed, report=REPORT)}
+    runners = {
+        RUNNER: LogParser(parse_ctest_console, running_when_killed, report=REPORT),
+        MESON_RUNNER: LogParser(parse_meson_console, meson_running_when_killed, report=REPORT),
+        AUTOMAKE_RUNNER: LogParser(parse_automake_console, automake_running, report=REPORT),
+    }
     reports = {REPORT: parse_swe_ctest_report}
     default_runner = RUNNER
-    project_files = frozenset({ROOT_LISTFILE})
+    project_files = frozenset({ROOT_LISTFILE, ROOT_BUILD, *CONFIGURE_FILES})
     # (not gcc and cmake: other languages' builds use them too, a cgo package, a -sys crate)
     vocabulary_words = frozenset({"ctest", "gtest", "googletest"})
     no_recipe_reasons = (NO_GCC,)
@@ -97,8 +134,10 @@ class Cpp(Language):
     test_file_hint = "add the case to a test source the build already compiles"
 
     def detect(self, tree: TreeFiles) -> bool:
-        if not tree.has(ROOT_LISTFILE):
+        if not any(tree.has(name) for name in BUILD_FILES):
             return False
+        if not tree.has(ROOT_LISTFILE) and not tree.has(ROOT_BUILD) and not tree.has("Makefile.am"):
+            return False  # a configure.ac without Automake: not a build this reads
         sources = sum(name.lower().endswith(SOURCE_SUFFIXES) for name in tree.names)
         scripts = sum(name.endswith(".py") for name in tree.names)
         if sources == 0 or sources <= scripts:
@@ -107,8 +146,7 @@ class Cpp(Language):
             return True
         # another language's project too (Python bindings, a package.json for its tools):
         # C/C++'s when its CMake project has tests of its own
-        facts = read_cmake(tree)
-        return facts is not None and bool(facts.testing or facts.tests or facts.discovered)
+        return has_tests(self.facts(tree))
 
     def _another_project_at_root(self, tree: TreeFiles) -> bool:
         """Whether the root holds a project file of another language (its ``project_files``)."""
@@ -120,22 +158,34 @@ class Cpp(Language):
             if "/" not in name
         )
 
-    def facts(self, tree: TreeFiles) -> CMakeFacts | None:
-        return read_cmake(tree)
+    def facts(self, tree: TreeFiles) -> CMakeFacts | MesonFacts | AutotoolsFacts | None:
+        # CMake where a tree has several build systems: the one most projects keep current
+        return read_cmake(tree) or read_meson(tree) or read_autotools(tree)
 
     def versions(self, facts: Any, inputs: Inputs) -> list[str | None]:
         pinned = self.pinned_versions(inputs)
         if pinned is not None:
             return pinned
-        return gcc_versions(facts, inputs.images_of(self.toolchain))
+        images = inputs.images_of(self.toolchain)
+        if isinstance(facts, CMakeFacts):
+            return gcc_versions(facts, images)
+        return [*sorted(images, key=version_key)] or [None]
 
     def recipe(
         self, tree: TreeFiles, facts: Any, version: str | None, inputs: Inputs
     ) -> InstallRecipe:
-        wanted = wanted_of_cmake(facts, tree, host_cmake_module)
+        images = inputs.images_of(self.toolchain)
         suite = SUITE_OF_GCC.get(version or "")
+        if isinstance(facts, MesonFacts):
+            packages, notes = debian_packages(wanted_of_meson(facts), suite, inputs.system_files)
+            return meson_recipe(facts, version, images, packages, notes)
+        if isinstance(facts, AutotoolsFacts):
+            wanted = wanted_of_autotools(facts)
+            packages, notes = debian_packages(wanted, suite, inputs.system_files)
+            return autotools_recipe(facts, version, images, packages, notes)
+        wanted = wanted_of_cmake(facts, tree, host_cmake_module)
         packages, notes = debian_packages(wanted, suite, inputs.system_files)
-        return cmake_recipe(facts, version, inputs.images_of(self.toolchain), packages, notes)
+        return cmake_recipe(facts, version, images, packages, notes)
 
     def no_recipe(self, facts: Any, inputs: Inputs) -> tuple[str, str]:
         built = inputs.images_of(self.toolchain)
@@ -151,13 +201,13 @@ class Cpp(Language):
         return f"gcc {self.version_of(recipe) or 'default'}"
 
     def report_file(self, runner: str, directory: str) -> ReportFile | None:
-        if runner != RUNNER:
+        if runner not in self.runners:
             return None
         path = f"{directory}/report.{REPORT}.xml"
         return ReportFile(path, f"--report {shlex.quote(path)}")
 
     def compile_failures(self, runner: str, output: str) -> dict[str, str]:
-        return build_failures(output) if runner == RUNNER else {}
+        return build_failures(output) if runner in self.runners else {}
 
     def touches_compiled_sources(self, patch: str) -> bool:
         return bool(_CXX_SOURCE.search(patch) or _BUILD_FILE.search(patch))
@@ -171,6 +221,10 @@ class Cpp(Language):
         return [(case.start, case.end) for case in find_cases(text)]
 
     def check_command(self, test_command: str, runner: str, test_id: str) -> str | None:
+        if runner == MESON_RUNNER:
+            return f"{test_command} --test {shlex.quote(test_id)}"
+        if runner == AUTOMAKE_RUNNER:
+            return test_command  # make check runs them all; the report names each
         if runner != RUNNER:
             return None
         split = split_case_id(test_id)
@@ -182,7 +236,7 @@ class Cpp(Language):
         return sorted(
             n
             for n in names
-            if n.rsplit("/", 1)[-1] in (ROOT_LISTFILE, "vcpkg.json", "conanfile.txt")
+            if n.rsplit("/", 1)[-1] in (*BUILD_FILES, "vcpkg.json", "conanfile.txt")
             or (n.endswith(".cmake") and n.count("/") <= 1)
         )
 

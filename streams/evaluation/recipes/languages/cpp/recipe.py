@@ -16,13 +16,17 @@ from importlib import resources
 from packaging.version import InvalidVersion, Version
 
 from streams.evaluation.recipes.languages import version_key
+from streams.evaluation.recipes.languages.cpp.autotools import AutotoolsFacts
 from streams.evaluation.recipes.languages.cpp.cmake import ROOT_LISTFILE, CMakeFacts
+from streams.evaluation.recipes.languages.cpp.meson import MesonFacts
 from streams.evaluation.recipes.languages.cpp.toolchain import DEBIAN_CMAKE, DEBIAN_GCC
 from streams.evaluation.recipes.model import ENV_DIR, InstallRecipe
 
 LANGUAGE_NAME = "C++"
 C_ONLY = "C"  # a project whose ``project()`` names C and no C++: its tasks say C
 RUNNER = "ctest"
+MESON_RUNNER = "meson"  # swe-ctest --system meson: ``meson test``'s testlog.json
+AUTOMAKE_RUNNER = "automake"  # swe-ctest --system automake: ``make check``'s .trs files
 RUNNER_SCRIPT = "swe-ctest.py"  # in ENV_DIR
 BUILD_DIR = "build"
 GOOGLETEST_SOURCES = "/usr/src/googletest"  # Debian's googletest package
@@ -115,8 +119,11 @@ def runner_program() -> bytes:
     return resources.files(__package__).joinpath("swe_ctest.py").read_bytes()
 
 
-def test_command() -> str:
-    return f"python3 {ENV_DIR}/{RUNNER_SCRIPT} --build-dir {BUILD_DIR} --timeout {MAX_TEST_SECONDS}"
+def test_command(system: str = "cmake") -> str:
+    return (
+        f"python3 {ENV_DIR}/{RUNNER_SCRIPT} --system {system} --build-dir {BUILD_DIR} "
+        f"--timeout {MAX_TEST_SECONDS}"
+    )
 
 
 def cmake_recipe(
@@ -146,4 +153,64 @@ def cmake_recipe(
         system_packages=tuple(packages),
         sources=tuple(sources),
         notes=tuple(notes),
+    )
+
+
+def meson_recipe(
+    facts: MesonFacts,
+    version: str | None,
+    images: Mapping[str, str],
+    packages: Sequence[str] = (),
+    package_notes: Sequence[str] = (),
+) -> InstallRecipe:
+    """The recipe of a Meson project on the image of gcc ``version``: configured into
+    ``BUILD_DIR`` (a debug build, the options that turn its tests on, wraps not downloaded:
+    a dependency Debian has is found installed), built with Ninja ``-k 0``, tested by
+    ``meson test``."""
+    options = [
+        "--buildtype=debug",
+        "--wrap-mode=nodownload",
+        *(f"-D{name}={value}" for name, value in sorted(facts.test_options.items())),
+    ]
+    configure = " ".join(["meson", "setup", BUILD_DIR, *map(shlex.quote, options)])
+    sources = ["meson.build", *([f"gcc:{version}"] if version else [])]
+    written = {language.lower() for language in facts.languages}
+    return InstallRecipe(
+        language=C_ONLY if written and "cpp" not in written and "c" in written else LANGUAGE_NAME,
+        dependency_files={RUNNER_SCRIPT: runner_program()},
+        install_commands=(configure, f"ninja -C {BUILD_DIR} -k 0 || true"),
+        test_command=test_command("meson"),
+        test_runner=MESON_RUNNER,
+        python=None,
+        base_image=images.get(version) if version else None,
+        system_packages=tuple(packages),
+        sources=tuple(sources),
+        notes=tuple(package_notes),
+    )
+
+
+def autotools_recipe(
+    facts: AutotoolsFacts,
+    version: str | None,
+    images: Mapping[str, str],
+    packages: Sequence[str] = (),
+    package_notes: Sequence[str] = (),
+) -> InstallRecipe:
+    """The recipe of an Autotools project on the image of gcc ``version``: ``configure``
+    generated where the tree has none (``autoreconf -fi``), run in the tree, then everything
+    ``make check`` needs built (``TESTS=``: none run), ``-k``; tested by ``make check``."""
+    steps = [] if facts.has_configure_script else ["autoreconf -fi"]
+    steps += ["./configure", 'make -k -j"$(nproc)" check TESTS= || true']
+    sources = [facts.configure, *([f"gcc:{version}"] if version else [])]
+    return InstallRecipe(
+        language=LANGUAGE_NAME if facts.cxx else C_ONLY,
+        dependency_files={RUNNER_SCRIPT: runner_program()},
+        install_commands=tuple(steps),
+        test_command=test_command("automake"),
+        test_runner=AUTOMAKE_RUNNER,
+        python=None,
+        base_image=images.get(version) if version else None,
+        system_packages=tuple(packages),
+        sources=tuple(sources),
+        notes=tuple(package_notes),
     )

@@ -1,0 +1,130 @@
+"""Meson's and Autotools' build files read as their own languages split them (no Docker): the
+project, the dependencies and libraries found, the tests and the options that turn them on;
+the recipes made of them; their runners' console lines."""
+
+from __future__ import annotations
+
+import pytest
+
+from streams.evaluation.recipes.languages import Inputs, language_named
+from streams.evaluation.recipes.languages.cpp.autotools import macro_calls, read_autotools
+from streams.evaluation.recipes.languages.cpp.console import (
+    parse_automake_console,
+    parse_meson_console,
+)
+from streams.evaluation.recipes.languages.cpp.debian import wanted_of_autotools, wanted_of_meson
+from streams.evaluation.recipes.languages.cpp.meson import calls, read_meson
+from tests.streams.evaluation.test_js_recipes import tree
+
+pytestmark = pytest.mark.unit
+
+IMAGES = {"12": "swe-stream/cxx:bookworm", "14": "swe-stream/cxx:trixie"}
+MESON = """\
+project('nvm', ['c'], meson_version: '>= 0.62.0',
+        default_options: ['c_std=gnu99', 'wrap_mode=nofallback'])  # a comment's 'quote
+json = dependency('json-c', version: '>=0.13', required: get_option('json-c'),
+                  fallback : ['json-c', 'json_c_dep'])
+none = dependency('', required: false)
+msg = '''a 'multi-line'
+string with dependency('nope')'''
+subdir('test')
+"""
+MESON_TEST = "test('main', executable('t', 't.c'), suite: ['unit'])\ntest('nvm', exe)\n"
+OPTIONS = """\
+option('tests', type: 'boolean', value: false)
+option('unit-tests', type: 'feature', value: 'disabled')
+option('docs', type: 'boolean', value: false)
+option('test-timeout', type: 'integer', value: 30)
+"""
+
+
+def test_a_meson_project_read_from_its_build_files() -> None:
+    given = tree(
+        {
+            "meson.build": MESON,
+            "test/meson.build": MESON_TEST,
+            "meson_options.txt": OPTIONS,
+            "src/a.c": "",
+        }
+    )
+    facts = read_meson(given)
+    assert facts is not None
+    assert (facts.project, facts.languages) == ("nvm", ("c",))
+    assert facts.dependencies == ["json-c"]  # not the empty one, nor one in a string
+    assert facts.tests == ["main", "nvm"]
+    assert facts.test_options == {"tests": "true", "unit-tests": "enabled"}
+    assert facts.build_files == ["meson.build", "test/meson.build"]
+    (wanted,) = wanted_of_meson(facts)
+    assert wanted.groups[0] == ("json-c.pc",)
+    language = language_named("C")
+    assert language is not None and language.detect(given)
+    (recipe, *_), _ = language.infer(given, Inputs("o/r", images={"gcc": IMAGES}))
+    assert recipe.language == "C" and recipe.test_runner == "meson"
+    assert recipe.install_commands[0] == (
+        "meson setup build --buildtype=debug --wrap-mode=nodownload -Dtests=true "
+        "-Dunit-tests=enabled"
+    )
+    assert "--system meson" in recipe.test_command
+    assert language.check_command(recipe.test_command, "meson", "main") == (
+        f"{recipe.test_command} --test main"
+    )
+
+
+def test_keyword_arguments_do_not_take_the_next_calls_strings() -> None:
+    (first, second) = calls("a('x', k: false)\nb('y', k: c('z'), j: ['p', 'q'])\n")[:2]
+    assert (first.strings, first.keywords) == (["x"], {"k": "false"})
+    assert (second.strings, second.keywords) == (["y"], {"k": "c", "j": "p"})
+
+
+CONFIGURE = """\
+dnl a comment with AC_CHECK_LIB([nope], [f])
+AC_INIT([jq], [1.7], [https://github.com/x/y/issues])
+AC_PROG_CC
+# another: PKG_CHECK_MODULES([X], [ignored])
+AC_CHECK_LIB([m], [floor])
+AC_SEARCH_LIBS([dlopen], [dl dld], [], [AC_MSG_ERROR([no dlopen])])
+PKG_CHECK_MODULES([ONIG], [oniguruma >= 6.1 libyaml-0.1], [have=yes], [have=no])
+AC_CHECK_LIB([$LIBVAR], [f])
+"""
+
+
+def test_an_autotools_project_read_from_its_configure_ac() -> None:
+    assert macro_calls("A([x, (y)], [z])B()")[0] == ("A", ["x, (y)", "z"])
+    given = tree(
+        {
+            "configure.ac": CONFIGURE,
+            "Makefile.am": "SUBDIRS = .\n",
+            "tests/Makefile.am": "TESTS = t1 t2\n",
+            "src/jq.c": "",
+        }
+    )
+    facts = read_autotools(given)
+    assert facts is not None
+    assert facts.project == "jq" and not facts.cxx and not facts.has_configure_script
+    assert facts.modules == ["oniguruma", "libyaml-0.1"]
+    assert facts.libraries == ["m", "dl", "dld"]
+    assert facts.automake_tests
+    assert [w.name for w in wanted_of_autotools(facts)] == [
+        "oniguruma", "libyaml-0.1", "-lm", "-ldl", "-ldld",
+    ]  # fmt: skip
+    language = language_named("C")
+    assert language is not None and language.detect(given)
+    (recipe, *_), _ = language.infer(given, Inputs("o/r", images={"gcc": IMAGES}))
+    assert recipe.language == "C" and recipe.test_runner == "automake"
+    assert recipe.install_commands[:2] == ("autoreconf -fi", "./configure")
+    # a configure.ac without Automake is not a build the plugin reads
+    assert not language.detect(tree({"configure.ac": CONFIGURE, "src/jq.c": ""}))
+
+
+def test_the_console_lines_of_meson_test_and_make_check() -> None:
+    meson = (
+        " 1/3 nvm:unit / main        OK              0.01s\n"
+        " 2/3 nvm / crc              FAIL            0.02s   exit status 1\n"
+        " 3/3 slow                   SKIP            0.00s\n"
+    )
+    assert parse_meson_console(meson) == {"main": "passed", "crc": "failed", "slow": "skipped"}
+    automake = "PASS: tests/test_words\nFAIL: tests/test_crc\nXFAIL: known\nSKIP: later\n"
+    assert parse_automake_console(automake) == {
+        "tests/test_words": "passed", "tests/test_crc": "failed", "known": "passed",
+        "later": "skipped",
+    }  # fmt: skip

@@ -1,0 +1,122 @@
+"""C beyond CMake, end to end: a Meson project and an Autotools ``make check`` project, each a
+repository the test makes with git, with a PR that fixes a bug and adds the test that shows it,
+through extract and validate (real Docker, Debian's gcc, Meson, Ninja, autoconf and automake),
+exported, and graded by the harness: the gold patch resolves the task, a patch that fixes
+nothing does not, and ``swe-stream validate``'s check finds the empty patch unresolved.
+
+The styles: Meson's ``test()`` per executable behind a boolean ``tests`` option that is off by
+default (``meson_options.txt``), a library found with ``dependency('zlib')`` (Debian's
+zlib1g-dev, by its ``zlib.pc``); Automake's parallel harness (``TESTS`` of check programs, one
+``.trs`` each), ``configure`` generated from ``configure.ac`` (``autoreconf -fi``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from schemas import ValidatedTask
+from tests.streams.evaluation.test_cpp_validate import (
+    C_CRC_BASE,
+    C_CRC_TEST,
+    C_HEADER,
+    C_SOURCE,
+    C_WORDS_TEST,
+)
+from tests.streams.evaluation.test_go_validate import validate_and_grade
+
+pytestmark = pytest.mark.docker
+
+MESON_BUILD = """\
+project('sums', 'c', version: '1.0')
+zlib = dependency('zlib')
+sums = static_library('sums', 'src/sums.c', dependencies: zlib,
+                      include_directories: include_directories('.'))
+if get_option('tests')
+  subdir('tests')
+endif
+"""
+MESON_TESTS = """\
+foreach name : ['crc', 'words']
+  exe = executable('test_' + name, 'test_' + name + '.c', link_with: sums,
+                   dependencies: zlib, include_directories: include_directories('..'))
+  test(name, exe)
+endforeach
+"""
+MESON_OPTIONS = "option('tests', type: 'boolean', value: false, description: 'the tests')\n"
+FIXED = C_SOURCE.replace(" - 1);  /* the bug */", ");")
+
+
+def validate_sums(
+    tmp_path: Path,
+    name: str,
+    build_files: dict[str, str],
+    docker_client: Any,
+    base_image: str,
+    cxx_images: dict[str, str],
+) -> ValidatedTask:
+    """The sums project (a checksum off by one) with ``build_files``, validated and graded."""
+    base = {
+        **build_files,
+        "sums.h": C_HEADER,
+        "src/sums.c": C_SOURCE,
+        "tests/test_crc.c": C_CRC_BASE,
+        "tests/test_words.c": C_WORDS_TEST,
+    }
+    fix: dict[str, str | None] = {"src/sums.c": FIXED, "tests/test_crc.c": C_CRC_TEST}
+    oldest = dict(sorted(cxx_images.items())[:1])
+    return validate_and_grade(
+        tmp_path, f"swe-stream-test/{name}", base, fix, docker_client, base_image, oldest, "gcc"
+    )
+
+
+@pytest.mark.timeout(900)  # five builds (validation's three runs, the harness's two)
+def test_a_meson_project_with_its_tests_behind_an_option(
+    tmp_path: Path, docker_client: Any, base_image: str, cxx_images: dict[str, str]
+) -> None:
+    files = {
+        "meson.build": MESON_BUILD,
+        "meson_options.txt": MESON_OPTIONS,
+        "tests/meson.build": MESON_TESTS,
+    }
+    task = validate_sums(tmp_path, "sums-meson", files, docker_client, base_image, cxx_images)
+    assert task.FAIL_TO_PASS == ["crc"]
+    assert task.PASS_TO_PASS == ["words"]
+    config = task.install_config
+    assert config is not None and config.language == "C" and config.test_runner == "meson"
+    assert config.system_packages == ["zlib1g-dev"]  # dependency('zlib'): its zlib.pc
+    assert any("-Dtests=true" in command for command in config.install_commands)
+
+
+CONFIGURE_AC = """\
+AC_INIT([sums], [1.0])
+AM_INIT_AUTOMAKE([foreign subdir-objects])
+AC_PROG_CC
+AC_PROG_RANLIB
+AC_CHECK_LIB([z], [crc32], [], [AC_MSG_ERROR([zlib is needed])])
+AC_CONFIG_FILES([Makefile])
+AC_OUTPUT
+"""
+MAKEFILE_AM = """\
+noinst_LIBRARIES = libsums.a
+libsums_a_SOURCES = src/sums.c sums.h
+check_PROGRAMS = tests/test_crc tests/test_words
+tests_test_crc_LDADD = libsums.a -lz
+tests_test_words_LDADD = libsums.a -lz
+TESTS = $(check_PROGRAMS)
+"""
+
+
+@pytest.mark.timeout(900)  # five builds, each running autoreconf and configure first
+def test_an_autotools_project_tested_by_make_check(
+    tmp_path: Path, docker_client: Any, base_image: str, cxx_images: dict[str, str]
+) -> None:
+    files = {"configure.ac": CONFIGURE_AC, "Makefile.am": MAKEFILE_AM}
+    task = validate_sums(tmp_path, "sums-autotools", files, docker_client, base_image, cxx_images)
+    assert task.FAIL_TO_PASS == ["tests/test_crc"]
+    assert task.PASS_TO_PASS == ["tests/test_words"]
+    config = task.install_config
+    assert config is not None and config.language == "C" and config.test_runner == "automake"
+    assert config.system_packages == ["zlib1g-dev"]  # AC_CHECK_LIB([z]): its libz.so
+    assert config.install_commands[0] == "autoreconf -fi"
