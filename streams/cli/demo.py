@@ -53,8 +53,8 @@ def register(commands: Commands, parents: Parents) -> None:
         "--language",
         choices=sorted(DEMO_PROJECTS),
         default="python",
-        help="the language of the demo repository (default: python); javascript, go, rust and "
-        "java run in their toolchain's image (built if none is there)",
+        help="the language of the demo repository (default: python); javascript, go, rust, "
+        "java, cpp and c run in their toolchain's image (built if none is there)",
     )
     demo.set_defaults(handler=run_demo)
 

@@ -72,8 +72,14 @@ GIT_BASE = (
 )
 
 # What the install steps left in the tree (egg-info, build output) is no change of anyone's:
-# ignored, so that an agent's `git diff` holds only its own work.
-GIT_IGNORE_BUILT = "git ls-files --others --exclude-standard >> .git/info/exclude"
+# ignored, so that an agent's `git diff` holds only its own work. A directory of them is
+# ignored whole (what a later build writes there too), and each name is written as a literal
+# pattern: a gitignore line's `[1]`, `*`, `?` are globs, a leading `!` or `#` is syntax
+# (CMake's `test[1]_include.cmake` would otherwise stay in every agent's patch).
+GIT_IGNORE_BUILT = (
+    "git ls-files -z --others --exclude-standard --directory "
+    "| sed -z 's/[][*?!#\\\\ ]/\\\\&/g' | tr '\\0' '\\n' >> .git/info/exclude"
+)
 
 
 def _tag(text: str, limit: int = 120) -> str:

@@ -29,6 +29,7 @@ from typing import Any
 
 from isal import igzip
 
+from streams.offline.demo_native import C_BASE, C_FIX, CPP_BASE, CPP_FIX
 from streams.offline.local_http import LocalServer, running
 from streams.offline.local_repo import PullRequestRepo, make_pull_request_repo, run_git
 
@@ -316,6 +317,17 @@ DEMO_PROJECTS: dict[str, DemoProject] = {
         JAVA_FIX,
         "Fix fahrenheitToCelsius operator precedence",
         BODY.replace("fahrenheit_to_celsius", "fahrenheitToCelsius"),
+    ),
+    "cpp": DemoProject(
+        "swe-stream-demo/units-cpp",
+        "C++",
+        CPP_BASE,
+        CPP_FIX,
+        "Fix fahrenheit_to_celsius operator precedence",
+        BODY,
+    ),
+    "c": DemoProject(
+        "swe-stream-demo/units-c", "C", C_BASE, C_FIX, "Fix fahrenheit_to_celsius precedence", BODY
     ),
 }
 DEMO_REPO = DEMO_PROJECTS["python"].repo
