@@ -116,3 +116,36 @@ def test_a_reports_binary_is_its_name_without_googletests_number() -> None:
     assert swe_ctest.binary_of("/b/gtest-reports/calc_test.xml") == "calc_test"
     assert swe_ctest.binary_of("/b/gtest-reports/calc_test_3.xml") == "calc_test"
     assert swe_ctest.binary_of("/b/gtest-reports/test_2x.xml") == "test_2x"
+
+
+TAP_RUNNER = """\
+#include <stdio.h>
+int main(void) {
+  printf("1..4\\n");
+  for (int i = 0; i < 80; i++) printf("# more than CTest keeps of a passing test, line %d\\n", i);
+  printf("ok 1 - platform_output\\nok 2 - udp_send # SKIP no network\\n");
+  printf("not ok 3 - known # TODO fixed later\\nok 4 - tty\\n");
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(
+    not all(map(shutil.which, ("cmake", "ninja", "ctest"))), reason="needs CMake and Ninja"
+)
+def test_the_tap_cases_of_a_suite_ctest_runs_whole_are_tests_of_their_own(
+    tmp_path: Path,
+) -> None:
+    lists = "project(t C)\nenable_testing()\nadd_executable(runner runner.c)\n"
+    (tmp_path / "CMakeLists.txt").write_text(lists + "add_test(NAME suite COMMAND runner)\n")
+    (tmp_path / "runner.c").write_text(TAP_RUNNER)
+    configure = ["cmake", "-S", ".", "-B", "build", "-G", "Ninja"]
+    subprocess.run(configure, cwd=tmp_path, check=True, capture_output=True)
+    ran = run(tmp_path, "--report", "report.xml")
+    assert parse_swe_ctest_report((tmp_path / "report.xml").read_bytes()) == {
+        "suite": "passed",
+        "suite::platform_output": "passed",
+        "suite::udp_send": "skipped",
+        "suite::known": "passed",
+        "suite::tty": "passed",  # past CTest's 1 KiB of a passing test's output
+    }, ran.stdout

@@ -24,6 +24,8 @@ from streams.evaluation.log_parsers.junit import (
     report_root,
     testcases,
 )
+from streams.evaluation.recipes.languages.cpp.gtest import SEPARATOR
+from streams.evaluation.recipes.languages.cpp.tap import tap_statuses
 
 __all__ = [
     "check_arguments",
@@ -63,7 +65,16 @@ def ctest_statuses(root: ElementTree.Element) -> dict[str, TestStatus]:
         elif ran == "notrun" and (status == "passed" or _could_not_start(case)):
             continue  # not skipped by itself: it could not run
         record(statuses, name, status)
+        # a suite's own runner CTest runs whole, printing TAP: each of its cases too
+        for case_name, case_result in tap_statuses(_output(case)).items():
+            record(statuses, f"{name}{SEPARATOR}{case_name}", case_result)
     return statuses
+
+
+def _output(case: ElementTree.Element) -> str:
+    return "".join(
+        child.text or "" for child in case if local(child.tag) in ("system-out", "system-err")
+    )
 
 
 def _could_not_start(case: ElementTree.Element) -> bool:

@@ -43,6 +43,7 @@ _MAKE_FAILED = re.compile(r"^make(?:\[\d+\])?: \*\*\* \[(?:[^\]:]+:\d+: )?([^\]]
 # a dry run's link step of an executable (Ninja's description of CMake's and Meson's rules)
 _LINKING = re.compile(r"Linking (?:C |CXX )?(?:executable|target) (\S+)")
 GTEST_REPORTS = "gtest-reports"
+OUTPUT_BYTES = 4 << 20  # of each test's output kept in CTest's report
 
 
 def say(line: str) -> None:
@@ -91,6 +92,9 @@ def run_tests(directory: str, junit: str, jobs: int, timeout: float, regex: str 
     command = [
         "ctest", "--test-dir", directory, "--output-junit", os.path.abspath(junit),
         "--parallel", str(jobs), "--timeout", str(timeout), "--no-tests=ignore",
+        # a suite's own runner prints a line per case (TAP): kept whole, not CTest's 1 KiB
+        "--test-output-size-passed", str(OUTPUT_BYTES), "--test-output-size-failed",
+        str(OUTPUT_BYTES),
         *(["-R", regex] if regex else []),
     ]  # fmt: skip
     say(f"{MARK} running {' '.join(command)}")
