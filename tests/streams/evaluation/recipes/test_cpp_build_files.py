@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from streams.evaluation.failures import failure_cause
 from streams.evaluation.recipes.languages import Inputs, language_named
 from streams.evaluation.recipes.languages.cpp.autotools import macro_calls, read_autotools
 from streams.evaluation.recipes.languages.cpp.console import (
@@ -142,3 +143,39 @@ def test_tap_lines() -> None:
         "#3": "skipped",  # no description: its number
         "later": "passed",  # a failure said to be known (TODO) is not this change's
     }
+
+
+@pytest.mark.parametrize(
+    ("reason", "log", "cause"),
+    [
+        (
+            "install_failed",
+            "  Each download failed!\n    error: downloading "
+            "'https://github.com/google/googletest/archive/v1.14.0.zip' failed\n",
+            "the build downloads at configure time "
+            "(https://github.com/google/googletest/archive/v1.14.0.zip)",
+        ),
+        (
+            "install_failed",
+            "CMake Warning at CMakeLists.txt:4 (find_package):\n  By not providing "
+            '"FindFrob.cmake" in CMAKE_MODULE_PATH this project has asked CMake',
+            "the build did not find a package (Frob)",
+        ),
+        (
+            "install_failed",
+            "Run-time dependency json-c found: NO\n"
+            'meson.build:9:4: ERROR: Dependency "json-c" not found, tried pkgconfig',
+            "the build did not find a package (json-c)",
+        ),
+        (
+            "tests_did_not_run",
+            "compile failure: test/gtest.o:\n/testbed/test/gtest-1.10.0/googletest/src/"
+            "gtest-death-test.cc:1301:24: error: 'dummy' may be used uninitialized",
+            "a library the project vendors does not compile with this gcc "
+            "(/testbed/test/gtest-1.10.0/googletest/src/gtest-death-test.cc)",
+        ),
+    ],
+)
+def test_the_causes_of_a_failed_build(reason: str, log: str, cause: str) -> None:
+    found = failure_cause(reason, log)
+    assert found is not None and found.startswith(cause), found

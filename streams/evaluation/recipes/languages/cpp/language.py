@@ -109,23 +109,38 @@ class Cpp(Language):
     causes = (
         Cause(
             "install_failed",
-            r"Could NOT find (\S+)|By not providing \"Find(\S+)\.cmake\"",
-            "CMake did not find a package ({0}{1}): name its Debian -dev package",
+            r"error: downloading '([^']+)' failed|unable to access '([^']+)'",
+            "the build downloads at configure time ({0}) and the network is closed: a Debian "
+            "package of it found with FETCHCONTENT_TRY_FIND_PACKAGE_MODE, or its sources in the "
+            "tree (FETCHCONTENT_SOURCE_DIR_<NAME>)",
+        ),
+        Cause(
+            "install_failed",
+            r"Could NOT find (\S+)|By not providing \"Find(\S+)\.cmake\"|"
+            r"Dependency \"?([^\s\"]+)\"? not found",
+            "the build did not find a package ({0}): name its Debian -dev package",
         ),
         Cause(
             "install_failed",
             r"No package '([^']+)' found|Package '([^']+)', required by",
-            "pkg-config did not find a module ({0}{1}): name its Debian -dev package",
+            "pkg-config did not find a module ({0}): name its Debian -dev package",
         ),
         Cause(
             "install_failed",
-            r"CMake (\S+) or higher is required",
-            "the project needs a newer CMake ({0}) than its image's",
+            r"CMake (\S+) or higher is required|Meson version is (\S+) but project requires",
+            "the project needs a newer build tool ({0}) than its image's",
         ),
         Cause(
             "install_failed",
             r"fatal error: (\S+): No such file or directory",
             "a header is missing ({0}): a Debian -dev package or a configure step",
+        ),
+        Cause(
+            "tests_did_not_run",
+            r"^(\S*/(?:googletest|gtest|gmock|catch2?|doctest|third_party|thirdparty|3rdparty|"
+            r"external|vendor)/\S+?):\d+(?::\d+)?: error:",
+            "a library the project vendors does not compile with this gcc ({0}): an older gcc "
+            "image, or Debian's package of it",
         ),
     )
     toolchain_images = CXX_IMAGES
