@@ -15,7 +15,7 @@ from streams.evaluation.recipes.languages.cpp.console import (
 )
 from streams.evaluation.recipes.languages.cpp.debian import wanted_of_autotools, wanted_of_meson
 from streams.evaluation.recipes.languages.cpp.meson import calls, read_meson
-from streams.evaluation.recipes.languages.cpp.tap import tap_statuses
+from streams.evaluation.recipes.languages.cpp.tap import anything_protocol_statuses
 from tests.streams.evaluation.test_js_recipes import tree
 
 pytestmark = pytest.mark.unit
@@ -137,7 +137,7 @@ def test_tap_lines() -> None:
         "TAP version 13\n1..5\nok 1 - adds\nnot ok 2 - subtracts\nok 3 # SKIP no tty\n"
         "not ok 4 - later # TODO\n    ok 1 - a subtest's line\nok 5 adds\nBail out! x\n"
     )
-    assert tap_statuses(output) == {
+    assert anything_protocol_statuses(output) == {
         "adds": "passed",  # twice, a description without its dash the second time
         "subtracts": "failed",
         "#3": "skipped",  # no description: its number

@@ -25,7 +25,7 @@ from streams.evaluation.log_parsers.junit import (
     testcases,
 )
 from streams.evaluation.recipes.languages.cpp.gtest import SEPARATOR
-from streams.evaluation.recipes.languages.cpp.tap import tap_statuses
+from streams.evaluation.recipes.languages.cpp.tap import anything_protocol_statuses
 
 __all__ = [
     "check_arguments",
@@ -66,7 +66,7 @@ def ctest_statuses(root: ElementTree.Element) -> dict[str, TestStatus]:
             continue  # not skipped by itself: it could not run
         record(statuses, name, status)
         # a suite's own runner CTest runs whole, printing TAP: each of its cases too
-        for case_name, case_result in tap_statuses(_output(case)).items():
+        for case_name, case_result in anything_protocol_statuses(_output(case)).items():
             record(statuses, f"{name}{SEPARATOR}{case_name}", case_result)
     return statuses
 

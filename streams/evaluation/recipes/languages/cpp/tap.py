@@ -16,7 +16,7 @@ from streams.evaluation.log_parsers.junit import record
 _LINE = re.compile(r"^(?P<not>not )?ok\b(?:\s+(?P<number>\d+))?(?:\s*-)?\s*(?P<rest>.*)$")
 
 
-def tap_statuses(output: str) -> dict[str, TestStatus]:
+def anything_protocol_statuses(output: str) -> dict[str, TestStatus]:
     """Per-case statuses of the TAP lines in ``output`` (by description; ``#<number>`` for a
     line without one)."""
     statuses: dict[str, TestStatus] = {}
