@@ -87,6 +87,9 @@ AC_CHECK_LIB([m], [floor])
 AC_SEARCH_LIBS([dlopen], [dl dld], [], [AC_MSG_ERROR([no dlopen])])
 PKG_CHECK_MODULES([ONIG], [oniguruma >= 6.1 libyaml-0.1], [have=yes], [have=no])
 AC_CHECK_LIB([$LIBVAR], [f])
+AS_IF([test "x$with_oniguruma" != xbuiltin], [
+  AC_CHECK_HEADER([oniguruma.h], [AC_CHECK_LIB([onig], [onig_version])])
+])
 """
 
 
@@ -104,10 +107,10 @@ def test_an_autotools_project_read_from_its_configure_ac() -> None:
     assert facts is not None
     assert facts.project == "jq" and not facts.cxx and not facts.has_configure_script
     assert facts.modules == ["oniguruma", "libyaml-0.1"]
-    assert facts.libraries == ["m", "dl", "dld"]
+    assert facts.libraries == ["m", "dl", "dld", "onig"]  # the last inside AS_IF
     assert facts.automake_tests
     assert [w.name for w in wanted_of_autotools(facts)] == [
-        "oniguruma", "libyaml-0.1", "-lm", "-ldl", "-ldld",
+        "oniguruma", "libyaml-0.1", "-lm", "-ldl", "-ldld", "-lonig",
     ]  # fmt: skip
     language = language_named("C")
     assert language is not None and language.detect(given)

@@ -47,6 +47,18 @@ def macro_calls(text: str) -> list[tuple[str, list[str]]]:
     return found
 
 
+def nested_calls(text: str, depth: int = 8) -> list[tuple[str, list[str]]]:
+    """Every macro call, those in another's arguments too (``AS_IF([...], [AC_CHECK_LIB(...)])``,
+    a library checked only when an option asks for it), outer ones first."""
+    found: list[tuple[str, list[str]]] = []
+    for name, arguments in macro_calls(text):
+        found.append((name, arguments))
+        if depth > 0:
+            for argument in arguments:
+                found += nested_calls(argument, depth - 1)
+    return found
+
+
 def _word_ends(text: str, index: int) -> bool:
     return index >= len(text) or not (text[index].isalnum() or text[index] == "_")
 
@@ -108,7 +120,7 @@ def read_autotools(tree: TreeFiles) -> AutotoolsFacts | None:
         return None
     facts = AutotoolsFacts(configure=configure, has_configure_script=tree.has("configure"))
     data = tree.read(configure, MAX_BYTES) or b""
-    for name, arguments in macro_calls(data.decode("utf-8", errors="replace")):
+    for name, arguments in nested_calls(data.decode("utf-8", errors="replace")):
         facts.cxx = facts.cxx or name == "AC_PROG_CXX"
         if name == "AC_INIT" and arguments and facts.project is None:
             facts.project = arguments[0].strip() or None
