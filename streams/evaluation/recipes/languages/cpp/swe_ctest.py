@@ -61,13 +61,19 @@ def build(command: list[str]) -> int:
     for line in process.stdout:
         sys.stdout.write(line)
         found = _FAILED.match(line) or _MAKE_FAILED.match(line)
-        if found is not None:
+        if found is not None and not _phony(found.group(1)):
             failed.append(found.group(1))
     status = process.wait()
     sys.stdout.flush()
     for output in dict.fromkeys(failed):
         say(f"{MARK} did not compile {output}")
     return status
+
+
+def _phony(target: str) -> bool:
+    """Whether a failed make target is one that only recurses (Automake's ``all-recursive``,
+    ``check-am``): what failed under it is said on its own line."""
+    return target in ("all", "check") or target.endswith(("-recursive", "-am"))
 
 
 def remove_stale_executables(directory: str, dry_run: list[str]) -> None:
