@@ -69,6 +69,10 @@ RUN_CAUSES = (
         r"SyntaxError|Unexpected token|Missing semicolon|Support for the experimental syntax",
         "a test file does not parse as the runner loads it (a transform is missing)",
     ),
+    _cause(
+        r"(?:cannot|can't|must not|should not|refuses? to) (?:be )?run as root",
+        "the test suite refuses to run as root, the sandbox's user",
+    ),
     _cause(r"timed out|Timeout", "the test run timed out"),
 )
 CAUSES = {

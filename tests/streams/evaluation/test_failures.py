@@ -14,6 +14,12 @@ pytestmark = pytest.mark.unit
     ("reason", "log", "cause"),
     [
         (
+            "tests_fail_after_fix",
+            "1/2 Test #1: uv_test ...***Failed    0.01 sec\n"
+            "The libuv test suite cannot be run as root.\n",
+            "the test suite refuses to run as root, the sandbox's user",
+        ),
+        (
             "install_failed",
             " ERR_PNPM_FETCH_404  GET https://registry.npmjs.org/@logux/oxc-configs/-/"
             "oxc-configs-0.2.2.tgz: Not Found - 404",
