@@ -172,6 +172,13 @@ def test_tap_lines() -> None:
         ),
         (
             "tests_did_not_run",
+            "compile failure: test/prefix/googletest/CMakeFiles/gtest.dir/src/gtest-all.cc.o: "
+            "In file included from /testbed/test/gtest-1.10.0/googletest/src/gtest-all.cc:42:",
+            "a library the project vendors does not compile with this gcc "
+            "(test/prefix/googletest/CMakeFiles/gtest.dir/src/gtest-all.cc.o)",
+        ),
+        (
+            "tests_did_not_run",
             "compile failure: test/gtest.o:\n/testbed/test/gtest-1.10.0/googletest/src/"
             "gtest-death-test.cc:1301:24: error: 'dummy' may be used uninitialized",
             "a library the project vendors does not compile with this gcc "

@@ -137,6 +137,8 @@ class Cpp(Language):
         ),
         Cause(
             "tests_did_not_run",
+            r"^compile failure: (\S*(?:googletest|gtest|gmock|catch2?|doctest|third_party|"
+            r"thirdparty|3rdparty|external|vendor)/\S+?):|"
             r"^(\S*/(?:googletest|gtest|gmock|catch2?|doctest|third_party|thirdparty|3rdparty|"
             r"external|vendor)/\S+?):\d+(?::\d+)?: error:",
             "a library the project vendors does not compile with this gcc ({0}): an older gcc "
