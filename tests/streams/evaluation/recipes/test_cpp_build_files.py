@@ -9,13 +9,16 @@ import pytest
 from streams.evaluation.failures import failure_cause
 from streams.evaluation.recipes.languages import Inputs, language_named
 from streams.evaluation.recipes.languages.cpp.autotools import macro_calls, read_autotools
+from streams.evaluation.recipes.languages.cpp.case_lines import (
+    anything_protocol_statuses,
+    case_statuses,
+)
 from streams.evaluation.recipes.languages.cpp.console import (
     parse_automake_console,
     parse_meson_console,
 )
 from streams.evaluation.recipes.languages.cpp.debian import wanted_of_autotools, wanted_of_meson
 from streams.evaluation.recipes.languages.cpp.meson import calls, read_meson
-from streams.evaluation.recipes.languages.cpp.tap import anything_protocol_statuses
 from tests.streams.evaluation.test_js_recipes import tree
 
 pytestmark = pytest.mark.unit
@@ -189,3 +192,20 @@ def test_tap_lines() -> None:
 def test_the_causes_of_a_failed_build(reason: str, log: str, cause: str) -> None:
     found = failure_cause(reason, log)
     assert found is not None and found.startswith(cause), found
+
+
+def test_unity_lines_and_both_kinds_at_once() -> None:
+    output = (
+        "tests/misc_tests.c:47:cjson_array_foreach_should_loop_over_arrays:PASS\n"
+        "tests/misc_tests.c:88:cjson_get_object_item_should_get_object_items:"
+        "\x1b[41mFAIL\x1b[00m: Expected 1 Was 0\n"
+        "tests/misc_tests.c:90:skipped_on_this_platform:IGNORE\n"
+        "-----------------------\n3 Tests 1 Failures 1 Ignored\nFAIL\n"
+        "ok 1 - a tap case\n"
+    )
+    assert case_statuses(output) == {
+        "a tap case": "passed",
+        "cjson_array_foreach_should_loop_over_arrays": "passed",
+        "cjson_get_object_item_should_get_object_items": "failed",
+        "skipped_on_this_platform": "skipped",
+    }

@@ -24,8 +24,8 @@ from streams.evaluation.log_parsers.junit import (
     report_root,
     testcases,
 )
+from streams.evaluation.recipes.languages.cpp.case_lines import case_statuses
 from streams.evaluation.recipes.languages.cpp.gtest import SEPARATOR
-from streams.evaluation.recipes.languages.cpp.tap import anything_protocol_statuses
 
 __all__ = [
     "check_arguments",
@@ -65,8 +65,8 @@ def ctest_statuses(root: ElementTree.Element) -> dict[str, TestStatus]:
         elif ran == "notrun" and (status == "passed" or _could_not_start(case)):
             continue  # not skipped by itself: it could not run
         record(statuses, name, status)
-        # a suite's own runner CTest runs whole, printing TAP: each of its cases too
-        for case_name, case_result in anything_protocol_statuses(_output(case)).items():
+        # a suite's own runner CTest runs whole, printing a line per case: each case too
+        for case_name, case_result in case_statuses(_output(case)).items():
             record(statuses, f"{name}{SEPARATOR}{case_name}", case_result)
     return statuses
 

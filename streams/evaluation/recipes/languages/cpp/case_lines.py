@@ -1,0 +1,66 @@
+"""The lines a C project's own test runner prints per case, when CTest runs it whole (one
+``add_test`` for the suite): each case becomes a test of its own, ``<ctest name>::<case>``.
+
+* the Test Anything Protocol (TAP 12/13/14): ``ok 1 - name``, ``not ok 2 - name``, a
+  ``# SKIP`` or ``# TODO`` directive after the description; only top-level lines count (a
+  subtest's indented lines are its parent's detail);
+* Unity's (ThrowTheSwitch's C framework): ``tests/misc.c:47:name:PASS``, ``...:FAIL: why``,
+  ``...:IGNORE``, the result maybe in a terminal colour.
+
+A line of another kind is passed over."""
+
+from __future__ import annotations
+
+import re
+
+from schemas.tasks import TestStatus
+from streams.evaluation.log_parsers.junit import record
+
+_UNITY = re.compile(
+    r"^[^:\n]+:\d+:(?P<name>[A-Za-z_]\w*):(?:\x1b\[\d+m)?(?P<result>PASS|FAIL|IGNORE)\b",
+    re.MULTILINE,
+)
+_LINE = re.compile(r"^(?P<not>not )?ok\b(?:\s+(?P<number>\d+))?(?:\s*-)?\s*(?P<rest>.*)$")
+
+
+def anything_protocol_statuses(output: str) -> dict[str, TestStatus]:
+    """Per-case statuses of the TAP lines in ``output`` (by description; ``#<number>`` for a
+    line without one)."""
+    statuses: dict[str, TestStatus] = {}
+    for count, line in enumerate(output.splitlines(), start=1):
+        found = _LINE.match(line.rstrip("\r"))
+        if found is None:
+            continue
+        description, _, directive = found.group("rest").partition(" # ")
+        if not directive and found.group("rest").startswith("# "):
+            description, directive = "", found.group("rest")[2:]
+        name = description.strip() or f"#{found.group('number') or count}"
+        word = directive.strip().split(" ", 1)[0].upper()
+        if word == "SKIP":
+            status: TestStatus = "skipped"
+        elif word == "TODO":
+            status = "passed"  # a known failure, said so: not this change's
+        else:
+            status = "failed" if found.group("not") else "passed"
+        record(statuses, name, status)
+    return statuses
+
+
+def unity_statuses(output: str) -> dict[str, TestStatus]:
+    """Per-case statuses of Unity's result lines in ``output``."""
+    statuses: dict[str, TestStatus] = {}
+    for found in _UNITY.finditer(output):
+        result = found.group("result")
+        status: TestStatus = (
+            "passed" if result == "PASS" else "skipped" if result == "IGNORE" else "failed"
+        )
+        record(statuses, found.group("name"), status)
+    return statuses
+
+
+def case_statuses(output: str) -> dict[str, TestStatus]:
+    """The cases a suite's output says, in whichever of the kinds above it speaks."""
+    statuses = anything_protocol_statuses(output)
+    for name, status in unity_statuses(output).items():
+        record(statuses, name, status)
+    return statuses
