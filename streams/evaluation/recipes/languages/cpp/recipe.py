@@ -126,6 +126,33 @@ def test_command(system: str = "cmake") -> str:
     )
 
 
+def _gcc_recipe(
+    language: str,
+    build_file: str,
+    install: Sequence[str],
+    system: str,
+    runner: str,
+    version: str | None,
+    images: Mapping[str, str],
+    packages: Sequence[str],
+    notes: Sequence[str],
+) -> InstallRecipe:
+    """The recipe the three build systems share the shape of: swe-ctest as the runner (``system``
+    its mode), the image of gcc ``version``, the Debian ``packages`` the build finds."""
+    return InstallRecipe(
+        language=language,
+        dependency_files={RUNNER_SCRIPT: runner_program()},
+        install_commands=tuple(install),
+        test_command=test_command(system),
+        test_runner=runner,
+        python=None,
+        base_image=images.get(version) if version else None,
+        system_packages=tuple(packages),
+        sources=(build_file, *([f"gcc:{version}"] if version else [])),
+        notes=tuple(notes),
+    )
+
+
 def cmake_recipe(
     facts: CMakeFacts,
     version: str | None,
@@ -139,21 +166,10 @@ def cmake_recipe(
     downloads = [content.name for content in facts.fetched]
     if downloads:
         notes.append(f"downloads at configure time: {', '.join(downloads[:10])}")
-    sources = [ROOT_LISTFILE]
-    if version:
-        sources.append(f"gcc:{version}")
-    return InstallRecipe(
-        language=language_of_project(facts),
-        dependency_files={RUNNER_SCRIPT: runner_program()},
-        install_commands=(configure_command(facts), build_command()),
-        test_command=test_command(),
-        test_runner=RUNNER,
-        python=None,
-        base_image=images.get(version) if version else None,
-        system_packages=tuple(packages),
-        sources=tuple(sources),
-        notes=tuple(notes),
-    )
+    return _gcc_recipe(
+        language_of_project(facts), ROOT_LISTFILE, (configure_command(facts), build_command()),
+        "cmake", RUNNER, version, images, packages, notes,
+    )  # fmt: skip
 
 
 def meson_recipe(
@@ -173,20 +189,13 @@ def meson_recipe(
         *(f"-D{name}={value}" for name, value in sorted(facts.test_options.items())),
     ]
     configure = " ".join(["meson", "setup", BUILD_DIR, *map(shlex.quote, options)])
-    sources = ["meson.build", *([f"gcc:{version}"] if version else [])]
     written = {language.lower() for language in facts.languages}
-    return InstallRecipe(
-        language=C_ONLY if written and "cpp" not in written and "c" in written else LANGUAGE_NAME,
-        dependency_files={RUNNER_SCRIPT: runner_program()},
-        install_commands=(configure, f"ninja -C {BUILD_DIR} -k 0 || true"),
-        test_command=test_command("meson"),
-        test_runner=MESON_RUNNER,
-        python=None,
-        base_image=images.get(version) if version else None,
-        system_packages=tuple(packages),
-        sources=tuple(sources),
-        notes=tuple(package_notes),
-    )
+    language = C_ONLY if written and "cpp" not in written and "c" in written else LANGUAGE_NAME
+    install = (configure, f"ninja -C {BUILD_DIR} -k 0 || true")
+    return _gcc_recipe(
+        language, "meson.build", install, "meson", MESON_RUNNER, version, images, packages,
+        package_notes,
+    )  # fmt: skip
 
 
 def autotools_recipe(
@@ -201,16 +210,8 @@ def autotools_recipe(
     ``make check`` needs built (``TESTS=``: none run), ``-k``; tested by ``make check``."""
     steps = [] if facts.has_configure_script else ["autoreconf -fi"]
     steps += ["./configure", 'make -k -j"$(nproc)" check TESTS= || true']
-    sources = [facts.configure, *([f"gcc:{version}"] if version else [])]
-    return InstallRecipe(
-        language=LANGUAGE_NAME if facts.cxx else C_ONLY,
-        dependency_files={RUNNER_SCRIPT: runner_program()},
-        install_commands=tuple(steps),
-        test_command=test_command("automake"),
-        test_runner=AUTOMAKE_RUNNER,
-        python=None,
-        base_image=images.get(version) if version else None,
-        system_packages=tuple(packages),
-        sources=tuple(sources),
-        notes=tuple(package_notes),
-    )
+    language = LANGUAGE_NAME if facts.cxx else C_ONLY
+    return _gcc_recipe(
+        language, facts.configure, steps, "automake", AUTOMAKE_RUNNER, version, images,
+        packages, package_notes,
+    )  # fmt: skip
