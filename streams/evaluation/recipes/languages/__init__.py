@@ -174,6 +174,9 @@ class Language:
     # package's tests out of the run; validated with three runs (the base as it is, with the
     # test patch, with both patches: ``grading.judge_three``) instead of two
     compiled: bool = False
+    # the suffixes of its source files (lower case), for telling a project of this language
+    # from another's side project at the same root (``language_of``)
+    source_suffixes: tuple[str, ...] = ()
     # whether the recipe memory keeps the toolchain version a recipe ran on for the
     # repository's next PRs (Python's that worked is the best first guess); False where
     # inference picks it per PR (Rust's rustc follows the PR's date and lockfile)
@@ -408,9 +411,35 @@ def register(language: Language) -> None:
     reload()
 
 
+# how many times more source files a later compiled language must have than the first one
+# detected to be the tree's: a Go module of integration tests beside a C library (6 Go files,
+# 276 C ones) is the library's; a C part of a Go project stays Go's
+SIDE_PROJECT_RATIO = 10
+
+
 def language_of(tree: TreeFiles) -> Language | None:
-    """The first language (in detection order) whose ``detect`` accepts ``tree``."""
-    return next((language for language in languages() if language.detect(tree)), None)
+    """The first language (in detection order) whose ``detect`` accepts ``tree``, unless it
+    is a compiled language's side project: another compiled language that also accepts the
+    tree has ``SIDE_PROJECT_RATIO`` times as many source files."""
+    detected = [language for language in languages() if language.detect(tree)]
+    if not detected:
+        return None
+    first = detected[0]
+    if not first.compiled or not first.source_suffixes:
+        return first
+    floor = SIDE_PROJECT_RATIO * max(1, _sources(first, tree))
+    return next(
+        (
+            other
+            for other in detected[1:]
+            if other.compiled and other.source_suffixes and _sources(other, tree) >= floor
+        ),
+        first,
+    )
+
+
+def _sources(language: Language, tree: TreeFiles) -> int:
+    return sum(name.lower().endswith(language.source_suffixes) for name in tree.names)
 
 
 def language_named(name: str | None) -> Language | None:

@@ -15,9 +15,11 @@ from streams.evaluation.recipes.languages.cpp.case_lines import (
 )
 from streams.evaluation.recipes.languages.cpp.console import (
     parse_automake_console,
+    parse_make_console,
     parse_meson_console,
 )
 from streams.evaluation.recipes.languages.cpp.debian import wanted_of_autotools, wanted_of_meson
+from streams.evaluation.recipes.languages.cpp.makefile import read_makefile
 from streams.evaluation.recipes.languages.cpp.meson import calls, read_meson
 from tests.streams.evaluation.test_js_recipes import tree
 
@@ -209,3 +211,85 @@ def test_unity_lines_and_both_kinds_at_once() -> None:
         "cjson_get_object_item_should_get_object_items": "failed",
         "skipped_on_this_platform": "skipped",
     }
+
+
+def test_munit_lines_and_check_mark_lines() -> None:
+    # µnit's (a suite registered as one CTest test), then a hand-written runner's marks in
+    # terminal colours, the pass mark with the text-presentation selector after it
+    output = (
+        "Running test suite with seed 0x5c3a1b2d...\n"
+        "/session/recv_request_headers        [ OK    ] [ 0.00001234 / 0.00001200 CPU ]\n"
+        "/session/recv_continuation           [ ERROR ]\n"
+        "/map/each                            [ FAIL  ]\n"
+        "/map/ipv6                            [ SKIP  ]\n"
+        "2 of 4 (50%) tests successful, 1 (25%) test skipped.\n"
+        "\x1b[32m  \u2714\ufe0e\x1b[0m test_mat4_identity            0\n"
+        "\x1b[1m\x1b[31m  \U00010107\x1b[1m\x1b[37m test_vec2_center \x1b[0m"
+        "\x1b[33m- expected 1.0\x1b[0m\n"
+        "  \u2713 other_case\n"
+        "Test Name    \u2714 is passed\n"  # a legend, not a case: the mark is not first
+    )
+    assert case_statuses(output) == {
+        "/session/recv_request_headers": "passed",
+        "/session/recv_continuation": "failed",
+        "/map/each": "failed",
+        "/map/ipv6": "skipped",
+        "test_mat4_identity": "passed",
+        "test_vec2_center": "failed",
+        "other_case": "passed",
+    }
+
+
+PLAIN_MAKEFILE = """\
+# a library and its tests, built by make alone
+CFLAGS ?= -O2 -Wall
+LIB := libcodec.a
+SRC = codec.c \\
+      util.c
+TESTS = $(wildcard tests/*.c)
+
+default: $(LIB)
+$(LIB): $(SRC:.c=.o)
+\t$(AR) rcs $@ $^
+%.o: %.c
+\t$(CC) $(CFLAGS) -c $< -o $@
+ifeq ($(OS),Windows_NT)
+EXT = .exe
+endif
+define HELP
+check: not a rule, the body of a variable
+endef
+test: CFLAGS += -g
+test check: $(LIB)
+\t$(MAKE) -C tests run: all
+.PHONY: default test check
+"""
+
+
+def test_a_plain_makefile_is_read_for_its_rules_and_test_target() -> None:
+    project = tree({"Makefile": PLAIN_MAKEFILE, "codec.c": "", "util.c": "", "tests/t.c": ""})
+    facts = read_makefile(project)
+    assert facts is not None
+    assert facts.targets == ["default", "test", "check", ".PHONY"]
+    assert facts.test_target == "check" and not facts.cxx
+    language = language_named("C")
+    assert language is not None and language.detect(project)
+    (recipe, *_), _ = language.infer(project, Inputs("o/r", images={"gcc": IMAGES}))
+    assert recipe.language == "C" and recipe.test_runner == "make-target"
+    assert recipe.install_commands == ('make -k -j"$(nproc)" || true',)
+    assert recipe.test_command.endswith(
+        "--system make --build-dir build --timeout 600 --target check"
+    )
+    # a Makefile without a test target, or beside another language's project, is not C's
+    assert not language.detect(tree({"Makefile": "all:\n\tcc x.c\n", "x.c": ""}))
+    node = tree({"Makefile": PLAIN_MAKEFILE, "codec.c": "", "package.json": '{"name": "x"}'})
+    assert not language.detect(node)
+
+
+def test_a_plain_makefiles_console_names_its_target() -> None:
+    output = (
+        "swe-ctest: running make -k -j 2 check\nok 1 - encodes\nnot ok 2 - decodes\n"
+        "make: *** [Makefile:20: check] Error 1\n"
+    )
+    assert parse_make_console(output) == {"check::encodes": "passed", "check::decodes": "failed"}
+    assert parse_make_console("ok 1 - before any run\n") == {}

@@ -92,6 +92,19 @@ def test_a_cmake_project_with_sources_is_cpp_and_one_with_python_packaging_is_no
     assert language_of(tree({"CMakeLists.txt": "project(x)\n", "README.md": "x"})) is None
 
 
+def test_a_go_module_of_integration_tests_beside_a_c_library_is_the_librarys() -> None:
+    go_mod = {"go.mod": "module example.com/lib\n\ngo 1.21\n", "it/server_test.go": "package it\n"}
+    sources = {f"lib/part{n}.c": "int f(void) { return 0; }\n" for n in range(12)}
+    library = cmake_tree(extra={**go_mod, **sources})
+    assert (found := language_of(library)) is not None and found.name == "C++"
+    # a Go project with a C part (cgo, a vendored C library) stays Go's: its Go sources are
+    # not ten times fewer
+    go_project = cmake_tree(
+        extra={**go_mod, **{f"pkg/p{n}.go": "package pkg\n" for n in range(2)}, **sources}
+    )
+    assert (found := language_of(go_project)) is not None and found.name == "Go"
+
+
 @pytest.mark.parametrize(
     ("minimum", "tried"),
     [

@@ -6,9 +6,11 @@ and the cases of a GoogleTest binary CTest runs whole."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -149,3 +151,135 @@ def test_the_tap_cases_of_a_suite_ctest_runs_whole_are_tests_of_their_own(
         "suite::known": "passed",
         "suite::tty": "passed",  # past CTest's 1 KiB of a passing test's output
     }, ran.stdout
+
+
+MUNIT_RUNNER = """\
+#include <stdio.h>
+int main(void) {
+  printf("/codec/encodes [ OK    ] [ 0.00001 / 0.00001 CPU ]\\n");
+  printf("/codec/decodes [ OK    ] [ 0.00001 / 0.00001 CPU ]\\n");
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(
+    not all(map(shutil.which, ("cmake", "ninja", "ctest"))), reason="needs CMake and Ninja"
+)
+def test_a_test_program_the_default_build_leaves_out_is_built_for_its_test(
+    tmp_path: Path,
+) -> None:
+    # as nghttp2-style projects do: the suite is EXCLUDE_FROM_ALL, a `check` target builds it
+    lists = (
+        "cmake_minimum_required(VERSION 3.14)\nproject(t C)\nenable_testing()\n"
+        "add_executable(runner EXCLUDE_FROM_ALL tests/runner.c)\n"
+        "add_test(NAME suite COMMAND runner)\n"
+        "add_custom_target(check COMMAND ctest DEPENDS runner)\n"
+    )
+    (tmp_path / "CMakeLists.txt").write_text(lists)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "runner.c").write_text(MUNIT_RUNNER)
+    configure = ["cmake", "-S", ".", "-B", "build", "-G", "Ninja"]
+    subprocess.run(configure, cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", "build"], cwd=tmp_path, check=True, capture_output=True)
+    assert not (tmp_path / "build" / "runner").exists()  # the default build leaves it out
+    ran = run(tmp_path, "--report", "report.xml")
+    assert parse_swe_ctest_report((tmp_path / "report.xml").read_bytes()) == {
+        "suite": "passed",
+        "suite::/codec/encodes": "passed",
+        "suite::/codec/decodes": "passed",
+    }, ran.stdout
+
+    (tmp_path / "tests" / "runner.c").write_text("int main(void) { return }\n")
+    broken = run(tmp_path, "--report", "broken.xml")
+    assert "swe-ctest: removed stale build/runner" in broken.stdout, broken.stdout
+    assert "suite::/codec/encodes" not in parse_swe_ctest_report(
+        (tmp_path / "broken.xml").read_bytes()
+    )
+
+
+ROOT_REFUSING_RUNNER = """\
+#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+  if (geteuid() == 0) { fprintf(stderr, "The test suite cannot be run as root.\\n"); return 1; }
+  FILE *scratch = fopen("scratch.txt", "w");  /* its build tree is the user's own */
+  if (scratch == NULL) { printf("not ok 1 - writes\\n"); return 1; }
+  fclose(scratch);
+  printf("ok 1 - writes\\n");
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(
+    not all(map(shutil.which, ("cmake", "ninja", "ctest"))), reason="needs CMake and Ninja"
+)
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs as root, as the sandbox's tests do")
+def test_a_suite_that_refuses_root_runs_again_as_an_unprivileged_user() -> None:
+    # not under pytest's tmp_path: its root is readable by root alone
+    project = Path(tempfile.mkdtemp(prefix="swe-ctest-root-"))
+    try:
+        project.chmod(0o755)
+        lists = "project(t C)\nenable_testing()\nadd_executable(runner runner.c)\n"
+        (project / "CMakeLists.txt").write_text(
+            lists
+            + "add_test(NAME suite COMMAND runner)\nadd_test(NAME other COMMAND sh -c false)\n"
+        )
+        (project / "runner.c").write_text(ROOT_REFUSING_RUNNER)
+        configure = ["cmake", "-S", ".", "-B", "build", "-G", "Ninja"]
+        subprocess.run(configure, cwd=project, check=True, capture_output=True)
+        ran = run(project, "--report", "report.xml")
+        assert "refused to run as root, run again as uid 65534: suite" in ran.stdout, ran.stdout
+        assert parse_swe_ctest_report((project / "report.xml").read_bytes()) == {
+            "suite": "passed",
+            "suite::writes": "passed",
+            "other": "failed",  # failing for another reason: not run again
+        }, ran.stdout
+        assert ran.returncode != 0
+    finally:
+        shutil.rmtree(project)
+
+
+PLAIN_MAKEFILE = """\
+CFLAGS ?= -O0
+all: libcodec.a
+libcodec.a: codec.o
+\t$(AR) rcs $@ $^
+runner: runner.c libcodec.a
+\t$(CC) $(CFLAGS) -o $@ runner.c libcodec.a
+check: runner
+\t./runner
+.PHONY: all check
+"""
+CODEC_RUNNER = """\
+#include <stdio.h>
+int codec(void);
+int main(void) {
+  printf("ok 1 - links\\n");
+  printf("%s 2 - encodes\\n", codec() == 1 ? "ok" : "not ok");
+  return codec() == 1 ? 0 : 1;
+}
+"""
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="needs make")
+def test_a_plain_makefiles_test_target_runs_whole_with_its_cases(tmp_path: Path) -> None:
+    (tmp_path / "Makefile").write_text(PLAIN_MAKEFILE)
+    (tmp_path / "codec.c").write_text("int codec(void) { return 0; }\n")
+    (tmp_path / "runner.c").write_text(CODEC_RUNNER)
+    failing = run(tmp_path, "--system", "make", "--target", "check", "--report", "before.xml")
+    assert failing.returncode != 0
+    assert parse_swe_ctest_report((tmp_path / "before.xml").read_bytes()) == {
+        "check": "failed",
+        "check::links": "passed",
+        "check::encodes": "failed",
+    }, failing.stdout
+    (tmp_path / "codec.c").write_text("int codec(void) { return 1; }\n")
+    passing = run(tmp_path, "--system", "make", "--target", "check", "--report", "after.xml")
+    assert passing.returncode == 0, passing.stdout
+    assert parse_swe_ctest_report((tmp_path / "after.xml").read_bytes()) == {
+        "check": "passed",
+        "check::links": "passed",
+        "check::encodes": "passed",
+    }

@@ -5,7 +5,11 @@
   ``# SKIP`` or ``# TODO`` directive after the description; only top-level lines count (a
   subtest's indented lines are its parent's detail);
 * Unity's (ThrowTheSwitch's C framework): ``tests/misc.c:47:name:PASS``, ``...:FAIL: why``,
-  ``...:IGNORE``, the result maybe in a terminal colour.
+  ``...:IGNORE``, the result maybe in a terminal colour;
+* µnit's: ``/suite/case   [ OK    ] [ 0.0001 / 0.0001 CPU ]``, ``[ FAIL  ]``, ``[ ERROR ]``,
+  ``[ SKIP  ]``;
+* a check-mark line, as hand-written runners print them: ``✔ name``, ``✗ name - why``
+  (``✓``, ``✘``, ``𐄂`` too), after the terminal colours are taken out.
 
 A line of another kind is passed over."""
 
@@ -20,6 +24,14 @@ _UNITY = re.compile(
     r"^[^:\n]+:\d+:(?P<name>[A-Za-z_]\w*):(?:\x1b\[\d+m)?(?P<result>PASS|FAIL|IGNORE)\b",
     re.MULTILINE,
 )
+_MUNIT = re.compile(r"^(?P<name>/\S+)\s+\[ (?P<result>OK|FAIL|ERROR|SKIP)\s*\]", re.MULTILINE)
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+# a mark, the variation selector some print after it, then an identifier
+_MARK = re.compile(
+    r"^\s*(?P<result>[\u2714\u2713\u2718\u2717\U00010107])\ufe0e?\s+(?P<name>[A-Za-z_][\w.:]*)",
+    re.MULTILINE,
+)
+_PASS_MARKS = {"\u2714", "\u2713"}
 _LINE = re.compile(r"^(?P<not>not )?ok\b(?:\s+(?P<number>\d+))?(?:\s*-)?\s*(?P<rest>.*)$")
 
 
@@ -46,21 +58,39 @@ def anything_protocol_statuses(output: str) -> dict[str, TestStatus]:
     return statuses
 
 
-def unity_statuses(output: str) -> dict[str, TestStatus]:
-    """Per-case statuses of Unity's result lines in ``output``."""
+def _result_lines(
+    pattern: re.Pattern[str], output: str, passed: set[str], skipped: set[str]
+) -> dict[str, TestStatus]:
+    """Statuses of the lines ``pattern`` finds (its ``name`` and ``result``), colours out."""
     statuses: dict[str, TestStatus] = {}
-    for found in _UNITY.finditer(output):
+    for found in pattern.finditer(_COLOUR.sub("", output)):
         result = found.group("result")
         status: TestStatus = (
-            "passed" if result == "PASS" else "skipped" if result == "IGNORE" else "failed"
+            "passed" if result in passed else "skipped" if result in skipped else "failed"
         )
         record(statuses, found.group("name"), status)
     return statuses
 
 
+def unity_statuses(output: str) -> dict[str, TestStatus]:
+    """Per-case statuses of Unity's result lines in ``output``."""
+    return _result_lines(_UNITY, output, {"PASS"}, {"IGNORE"})
+
+
+def munit_statuses(output: str) -> dict[str, TestStatus]:
+    """Per-case statuses of µnit's result lines in ``output``."""
+    return _result_lines(_MUNIT, output, {"OK"}, {"SKIP"})
+
+
+def check_mark_statuses(output: str) -> dict[str, TestStatus]:
+    """Per-case statuses of the check-mark lines in ``output``."""
+    return _result_lines(_MARK, output, _PASS_MARKS, set())
+
+
 def case_statuses(output: str) -> dict[str, TestStatus]:
     """The cases a suite's output says, in whichever of the kinds above it speaks."""
     statuses = anything_protocol_statuses(output)
-    for name, status in unity_statuses(output).items():
-        record(statuses, name, status)
+    for kind in (unity_statuses, munit_statuses, check_mark_statuses):
+        for name, status in kind(output).items():
+            record(statuses, name, status)
     return statuses

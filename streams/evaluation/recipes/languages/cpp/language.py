@@ -26,6 +26,7 @@ from streams.evaluation.recipes.languages.cpp.console import (
     automake_running,
     meson_running_when_killed,
     parse_automake_console,
+    parse_make_console,
     parse_meson_console,
 )
 from streams.evaluation.recipes.languages.cpp.ctest import (
@@ -41,17 +42,24 @@ from streams.evaluation.recipes.languages.cpp.debian import (
     wanted_of_meson,
 )
 from streams.evaluation.recipes.languages.cpp.gtest import split_case_id
+from streams.evaluation.recipes.languages.cpp.makefile import (
+    MAKEFILES,
+    MakefileFacts,
+    read_makefile,
+)
 from streams.evaluation.recipes.languages.cpp.meson import ROOT_BUILD, MesonFacts, read_meson
 from streams.evaluation.recipes.languages.cpp.recipe import (
     AUTOMAKE_RUNNER,
     C_ONLY,
     CMAKE_OF,
     LANGUAGE_NAME,
+    MAKE_RUNNER,
     MESON_RUNNER,
     RUNNER,
     autotools_recipe,
     cmake_recipe,
     gcc_versions,
+    make_recipe,
     meson_recipe,
 )
 from streams.evaluation.recipes.languages.cpp.report import REPORT, parse_swe_ctest_report
@@ -61,6 +69,7 @@ from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 
 NO_GCC = "no_cmake_for_cmake_minimum"  # the project asks for a CMake no image has
 BUILD_FILES = (ROOT_LISTFILE, ROOT_BUILD, *CONFIGURE_FILES)  # CMake's, Meson's, Autoconf's
+BuildFacts = CMakeFacts | MesonFacts | AutotoolsFacts | MakefileFacts
 _CXX_SOURCE = re.compile(
     r"^diff --git a/\S+\.(?:c|cc|cpp|cxx|c\+\+|h|hh|hpp|hxx|ipp|inl)\s", re.MULTILINE | re.I
 )
@@ -72,9 +81,11 @@ _BUILD_FILE = re.compile(
 )
 
 
-def has_tests(facts: CMakeFacts | MesonFacts | AutotoolsFacts | None) -> bool:
+def has_tests(facts: BuildFacts | None) -> bool:
     """Whether a build declares tests of its own (CTest's, Meson's ``test()``, Automake's
-    ``TESTS``)."""
+    ``TESTS``, a plain Makefile's test target)."""
+    if isinstance(facts, MakefileFacts):
+        return facts.test_target is not None
     if isinstance(facts, CMakeFacts):
         return bool(facts.testing or facts.tests or facts.discovered)
     if isinstance(facts, MesonFacts):
@@ -95,10 +106,12 @@ class Cpp(Language):
     # project with Python tools or bindings is C/C++ unless ``detect`` says otherwise
     order = 8
     compiled = True
+    source_suffixes = SOURCE_SUFFIXES
     runners = {
         RUNNER: LogParser(parse_ctest_console, running_when_killed, report=REPORT),
         MESON_RUNNER: LogParser(parse_meson_console, meson_running_when_killed, report=REPORT),
         AUTOMAKE_RUNNER: LogParser(parse_automake_console, automake_running, report=REPORT),
+        MAKE_RUNNER: LogParser(parse_make_console, automake_running, report=REPORT),
     }
     reports = {REPORT: parse_swe_ctest_report}
     default_runner = RUNNER
@@ -151,14 +164,18 @@ class Cpp(Language):
     test_file_hint = "add the case to a test source the build already compiles"
 
     def detect(self, tree: TreeFiles) -> bool:
-        if not any(tree.has(name) for name in BUILD_FILES):
-            return False
-        if not tree.has(ROOT_LISTFILE) and not tree.has(ROOT_BUILD) and not tree.has("Makefile.am"):
-            return False  # a configure.ac without Automake: not a build this reads
+        generated = tree.has(ROOT_LISTFILE) or tree.has(ROOT_BUILD) or tree.has("Makefile.am")
+        plain = not generated and any(tree.has(name) for name in MAKEFILES)
+        if not generated and not plain:
+            return False  # (a configure.ac without Automake is not a build this reads)
         sources = sum(name.lower().endswith(SOURCE_SUFFIXES) for name in tree.names)
         scripts = sum(name.endswith(".py") for name in tree.names)
         if sources == 0 or sources <= scripts:
             return False  # a Python project that builds a native part with CMake
+        if plain:
+            # a Makefile is every language's task runner: only a tree of no other project
+            # whose Makefile has a test target is a C/C++ one
+            return not self._another_project_at_root(tree) and read_makefile(tree) is not None
         if not self._another_project_at_root(tree):
             return True
         # another language's project too (Python bindings, a package.json for its tools):
@@ -175,9 +192,10 @@ class Cpp(Language):
             if "/" not in name
         )
 
-    def facts(self, tree: TreeFiles) -> CMakeFacts | MesonFacts | AutotoolsFacts | None:
-        # CMake where a tree has several build systems: the one most projects keep current
-        return read_cmake(tree) or read_meson(tree) or read_autotools(tree)
+    def facts(self, tree: TreeFiles) -> BuildFacts | None:
+        # CMake where a tree has several build systems: the one most projects keep current; a
+        # plain Makefile last (beside another build it is often that build's wrapper)
+        return read_cmake(tree) or read_meson(tree) or read_autotools(tree) or read_makefile(tree)
 
     def versions(self, facts: Any, inputs: Inputs) -> list[str | None]:
         pinned = self.pinned_versions(inputs)
@@ -196,6 +214,8 @@ class Cpp(Language):
         if isinstance(facts, MesonFacts):
             packages, notes = debian_packages(wanted_of_meson(facts), suite, inputs.system_files)
             return meson_recipe(facts, version, images, packages, notes)
+        if isinstance(facts, MakefileFacts):
+            return make_recipe(facts, version, images)
         if isinstance(facts, AutotoolsFacts):
             wanted = wanted_of_autotools(facts)
             packages, notes = debian_packages(wanted, suite, inputs.system_files)
@@ -240,8 +260,8 @@ class Cpp(Language):
     def check_command(self, test_command: str, runner: str, test_id: str) -> str | None:
         if runner == MESON_RUNNER:
             return f"{test_command} --test {shlex.quote(test_id)}"
-        if runner == AUTOMAKE_RUNNER:
-            return test_command  # make check runs them all; the report names each
+        if runner in (AUTOMAKE_RUNNER, MAKE_RUNNER):
+            return test_command  # make runs them all; the report names each
         if runner != RUNNER:
             return None
         split = split_case_id(test_id)
@@ -254,6 +274,7 @@ class Cpp(Language):
             n
             for n in names
             if n.rsplit("/", 1)[-1] in (*BUILD_FILES, "vcpkg.json", "conanfile.txt")
+            or (n in MAKEFILES)
             or (n.endswith(".cmake") and n.count("/") <= 1)
         )
 

@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 from streams.evaluation.recipes.languages import version_key
 from streams.evaluation.recipes.languages.cpp.autotools import AutotoolsFacts
 from streams.evaluation.recipes.languages.cpp.cmake import ROOT_LISTFILE, CMakeFacts
+from streams.evaluation.recipes.languages.cpp.makefile import MakefileFacts
 from streams.evaluation.recipes.languages.cpp.meson import MesonFacts
 from streams.evaluation.recipes.languages.cpp.toolchain import DEBIAN_CMAKE, DEBIAN_GCC
 from streams.evaluation.recipes.model import ENV_DIR, InstallRecipe
@@ -27,6 +28,7 @@ C_ONLY = "C"  # a project whose ``project()`` names C and no C++: its tasks say 
 RUNNER = "ctest"
 MESON_RUNNER = "meson"  # swe-ctest --system meson: ``meson test``'s testlog.json
 AUTOMAKE_RUNNER = "automake"  # swe-ctest --system automake: ``make check``'s .trs files
+MAKE_RUNNER = "make-target"  # swe-ctest --system make: a plain Makefile's test target, run whole
 RUNNER_SCRIPT = "swe-ctest.py"  # in ENV_DIR
 BUILD_DIR = "build"
 GOOGLETEST_SOURCES = "/usr/src/googletest"  # Debian's googletest package
@@ -119,10 +121,10 @@ def runner_program() -> bytes:
     return resources.files(__package__).joinpath("swe_ctest.py").read_bytes()
 
 
-def test_command(system: str = "cmake") -> str:
+def test_command(system: str = "cmake", target: str | None = None) -> str:
     return (
         f"python3 {ENV_DIR}/{RUNNER_SCRIPT} --system {system} --build-dir {BUILD_DIR} "
-        f"--timeout {MAX_TEST_SECONDS}"
+        f"--timeout {MAX_TEST_SECONDS}" + (f" --target {shlex.quote(target)}" if target else "")
     )
 
 
@@ -136,6 +138,7 @@ def _gcc_recipe(
     images: Mapping[str, str],
     packages: Sequence[str],
     notes: Sequence[str],
+    command: str | None = None,
 ) -> InstallRecipe:
     """The recipe the three build systems share the shape of: swe-ctest as the runner (``system``
     its mode), the image of gcc ``version``, the Debian ``packages`` the build finds."""
@@ -143,7 +146,7 @@ def _gcc_recipe(
         language=language,
         dependency_files={RUNNER_SCRIPT: runner_program()},
         install_commands=tuple(install),
-        test_command=test_command(system),
+        test_command=command or test_command(system),
         test_runner=runner,
         python=None,
         base_image=images.get(version) if version else None,
@@ -215,3 +218,17 @@ def autotools_recipe(
         language, facts.configure, steps, "automake", AUTOMAKE_RUNNER, version, images,
         packages, package_notes,
     )  # fmt: skip
+
+
+def make_recipe(
+    facts: MakefileFacts, version: str | None, images: Mapping[str, str]
+) -> InstallRecipe:
+    """The recipe of a project built by a plain Makefile on the image of gcc ``version``: its
+    default target built in the tree (``-k``), tested by its test target run whole (the
+    cases its output says are tests of their own, as a suite CTest runs whole)."""
+    install = ['make -k -j"$(nproc)" || true']
+    language = LANGUAGE_NAME if facts.cxx else C_ONLY
+    command = test_command("make", facts.test_target)
+    return _gcc_recipe(
+        language, facts.makefile, install, "make", MAKE_RUNNER, version, images, (), (), command
+    )

@@ -3,7 +3,8 @@
 Copied into the env image (``/opt/swe-env/swe-ctest.py``) and run there by a C/C++ recipe's
 test command, in the source tree, after a patch may have changed any source. Usage::
 
-    python3 swe-ctest.py [--system cmake|meson|automake] [--build-dir DIR] [--report FILE]
+    python3 swe-ctest.py [--system cmake|meson|automake|make] [--target T] [--build-dir DIR]
+                         [--report FILE]
                          [--tests-regex RE] [--test NAME ...] [--jobs N] [--timeout S] [FILE ...]
 
 1. The build, going on past failures (Ninja's ``-k 0``, make's ``-k``): a target that does not
@@ -16,7 +17,8 @@ test command, in the source tree, after a patch may have changed any source. Usa
    whose executable did not build is CTest's "Not Run"); ``meson test --no-rebuild`` (its
    ``testlog.json`` written as a JUnit report; ``--test`` names one; a test whose executable is
    missing is left out); Automake's ``make -k check`` (each test's ``.trs`` as a JUnit case,
-   named by its path from the tree's root; a test whose program did not build has none). The
+   named by its path from the tree's root; a test whose program did not build has none); a
+   plain Makefile's ``--target`` run whole (one case, its output the suite's lines). The
    FILE arguments, the tests a run was asked for, are the same scope: every test is run.
 3. ``--report FILE``: one XML document, ``<swe-ctest>`` holding that JUnit report and each
    GoogleTest report (``<gtest binary="name">``), for the engine's report parser.
@@ -34,6 +36,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ElementTree
 
 MARK = "swe-ctest:"
@@ -43,6 +46,13 @@ _MAKE_FAILED = re.compile(r"^make(?:\[\d+\])?: \*\*\* \[(?:[^\]:]+:\d+: )?([^\]]
 # a dry run's link step of an executable (Ninja's description of CMake's and Meson's rules)
 _LINKING = re.compile(r"Linking (?:C |CXX )?(?:executable|target) (\S+)")
 GTEST_REPORTS = "gtest-reports"
+# a suite that will not run as root says so (the words of failures.py's cause, which this
+# script, run in the container with the standard library alone, cannot import): it runs
+# again as Debian's ``nobody``, owning the build tree
+_ROOT_REFUSAL = re.compile(
+    r"(?:cannot|can't|must not|should not|refuses? to) (?:be )?run as root", re.IGNORECASE
+)
+UNPRIVILEGED = 65534
 OUTPUT_BYTES = 4 << 20  # of each test's output kept in CTest's report
 
 
@@ -87,16 +97,85 @@ def remove_stale_executables(directory: str, dry_run: list[str]) -> None:
             say(f"{MARK} removed stale {path}")
 
 
+def excluded_test_programs(directory: str) -> list[str]:
+    """The Ninja targets of the programs CTest's tests run, by their paths in the build tree:
+    a test program ``EXCLUDE_FROM_ALL`` (built by a ``check`` target of the project's) is
+    not built by the default target, and an up-to-date one costs nothing to name. CTest
+    names no program for a test whose program is not built: then every executable not
+    built yet is named."""
+    shown = subprocess.run(
+        ["ctest", "--test-dir", directory, "--show-only=json-v1"],
+        capture_output=True, text=True, errors="replace",
+    )  # fmt: skip
+    try:
+        tests = json.loads(shown.stdout).get("tests", []) if shown.returncode == 0 else []
+    except ValueError:
+        return []
+    listed = subprocess.run(
+        ["ninja", "-C", directory, "-t", "targets", "all"],
+        capture_output=True, text=True, errors="replace",
+    )  # fmt: skip
+    rules = dict(line.rsplit(": ", 1) for line in listed.stdout.splitlines() if ": " in line)
+    root = os.path.abspath(directory)
+    wanted: list[str] = []
+    for test in tests:
+        command = test.get("command")
+        if command:
+            relative = os.path.relpath(os.path.abspath(command[0]), root)
+            wanted += [relative] if relative in rules else []
+        else:
+            wanted += [
+                path
+                for path, rule in rules.items()
+                if "_EXECUTABLE_LINKER__" in rule and not os.path.exists(os.path.join(root, path))
+            ]
+    return list(dict.fromkeys(wanted))
+
+
 def gtest_directory(directory: str) -> str:
     return os.path.join(os.path.abspath(directory), GTEST_REPORTS)
 
 
 def run_tests(directory: str, junit: str, jobs: int, timeout: float, regex: str | None) -> int:
+    """CTest's run; the tests that refuse to run as root (when it is root) run again as an
+    unprivileged user, their results taking the place of the refusals."""
     reports = gtest_directory(directory)
     shutil.rmtree(reports, ignore_errors=True)  # an earlier run's reports are not this one's
     environment = {**os.environ, "GTEST_OUTPUT": f"xml:{reports}{os.sep}"}
+    status = _ctest(directory, os.path.abspath(junit), jobs, timeout, regex, environment)
+    refused = refused_as_root(junit) if os.geteuid() == 0 else []
+    if not refused:
+        return status
+    say(f"{MARK} refused to run as root, run again as uid {UNPRIVILEGED}: {' '.join(refused)}")
+    holder = tempfile.mkdtemp(prefix="swe-ctest-")
+    again = os.path.join(holder, "junit.xml")
+    pattern = "^(" + "|".join(_cmake_escaped(name) for name in refused) + ")$"
+    try:
+        for path in [holder, directory, *_tree_paths(directory)]:
+            os.lchown(path, UNPRIVILEGED, UNPRIVILEGED)
+        status_again = _ctest(
+            directory, again, jobs, timeout, pattern, {**environment, "HOME": holder},
+            user=UNPRIVILEGED,
+        )  # fmt: skip
+    except OSError as error:  # a sandbox without the capabilities to change users
+        say(f"{MARK} could not run as uid {UNPRIVILEGED}: {error}")
+        return status
+    others_failed = _replace_cases(junit, again, refused)
+    shutil.rmtree(holder, ignore_errors=True)
+    return max(status_again, 1 if others_failed else 0)
+
+
+def _ctest(
+    directory: str,
+    junit: str,
+    jobs: int,
+    timeout: float,
+    regex: str | None,
+    environment: dict[str, str],
+    user: int | None = None,
+) -> int:
     command = [
-        "ctest", "--test-dir", directory, "--output-junit", os.path.abspath(junit),
+        "ctest", "--test-dir", directory, "--output-junit", junit,
         "--parallel", str(jobs), "--timeout", str(timeout), "--no-tests=ignore",
         # a suite's own runner prints a line per case (TAP): kept whole, not CTest's 1 KiB
         "--test-output-size-passed", str(OUTPUT_BYTES), "--test-output-size-failed",
@@ -104,7 +183,58 @@ def run_tests(directory: str, junit: str, jobs: int, timeout: float, regex: str 
         *(["-R", regex] if regex else []),
     ]  # fmt: skip
     say(f"{MARK} running {' '.join(command)}")
-    return subprocess.call(command, env=environment, stderr=subprocess.STDOUT)
+    if user is None:
+        return subprocess.call(command, env=environment, stderr=subprocess.STDOUT)
+    return subprocess.call(
+        command, env=environment, stderr=subprocess.STDOUT, user=user, group=user,
+        extra_groups=[],
+    )  # fmt: skip
+
+
+def refused_as_root(junit: str) -> list[str]:
+    """The failed tests of a CTest JUnit report whose output says they will not run as root."""
+    try:
+        suite = ElementTree.parse(junit).getroot()
+    except (OSError, ElementTree.ParseError):
+        return []
+    return [
+        case.get("name", "")
+        for case in suite.iter("testcase")
+        if case.get("status") == "fail" and _ROOT_REFUSAL.search(case.findtext("system-out") or "")
+    ]
+
+
+def _replace_cases(junit: str, again: str, names: list[str]) -> bool:
+    """Put the cases of the second report in the places of the first's ``names``; whether a
+    test other than those failed."""
+    tree = ElementTree.parse(junit)
+    suite = tree.getroot()
+    try:
+        rerun = {c.get("name"): c for c in ElementTree.parse(again).getroot().iter("testcase")}
+    except (OSError, ElementTree.ParseError):
+        rerun = {}
+    others_failed = False
+    for index, case in enumerate(list(suite)):
+        if case.tag != "testcase":
+            continue
+        if case.get("name") in names and case.get("name") in rerun:
+            suite.remove(case)
+            suite.insert(index, rerun[case.get("name")])
+        elif case.get("name") not in names and case.get("status") == "fail":
+            others_failed = True
+    tree.write(junit, encoding="utf-8", xml_declaration=True)
+    return others_failed
+
+
+def _cmake_escaped(name: str) -> str:
+    return "".join("\\" + c if c in "^$.[]()*+?|\\" else c for c in name)
+
+
+def _tree_paths(directory: str) -> list[str]:
+    found = []
+    for here, subdirectories, files in os.walk(directory):
+        found += [os.path.join(here, name) for name in subdirectories + files]
+    return found
 
 
 def binary_of(report: str) -> str:
@@ -193,6 +323,30 @@ def run_make_check(jobs: int, junit: str) -> int:
     return status
 
 
+def run_make_target(target: str, jobs: int, timeout: float, junit: str) -> int:
+    """A plain Makefile's test target run whole (``make -k``), written as one JUnit case named
+    by the target with its output (the cases a suite's output says are read from it)."""
+    command = ["make", "-k", "-j", str(jobs), target]
+    say(f"{MARK} running {' '.join(command)}")
+    output: list[str] = []
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        sys.stdout.write(line)
+        output.append(line)
+    status = process.wait()
+    sys.stdout.flush()
+    suite = ElementTree.Element("testsuite", name="make")
+    _junit_case(suite, target, "PASS" if status == 0 else "FAIL")
+    case = suite.find("testcase")
+    if case is not None:
+        ElementTree.SubElement(case, "system-out").text = "".join(output)[-OUTPUT_BYTES:]
+    ElementTree.ElementTree(suite).write(junit, encoding="utf-8", xml_declaration=True)
+    return status
+
+
 def _trs_files(root: str) -> list[str]:
     found = []
     for directory, subdirectories, files in os.walk(root):
@@ -224,7 +378,8 @@ def write_report(path: str, junit: str, directory: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="swe-ctest", description=__doc__)
-    parser.add_argument("--system", choices=("cmake", "meson", "automake"), default="cmake")
+    parser.add_argument("--system", choices=("cmake", "meson", "automake", "make"), default="cmake")
+    parser.add_argument("--target", default="check", help="a plain Makefile's test target")
     parser.add_argument("--build-dir", default="build")
     parser.add_argument("--junit", default="ctest-junit.xml")
     parser.add_argument("--report", help="write the tests' and GoogleTest's reports here, as one")
@@ -235,20 +390,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="*", help="the tests asked for: every test is run")
     args = parser.parse_args(argv)
     directory, jobs = args.build_dir, str(args.jobs)
-    if args.system == "automake":
+    if args.system == "make":
+        built = build(["make", "-k", "-j", jobs])
+        tested = run_make_target(args.target, args.jobs, args.timeout, args.junit)
+        directory = "."
+    elif args.system == "automake":
         built = build(["make", "-k", "-j", jobs, "check", "TESTS="])
         tested = run_make_check(args.jobs, args.junit)
         directory = "."
     else:
+        targets: list[str] = []
         if args.system == "meson":
-            ninja = ["ninja", "-C", directory, "-j", jobs, "-k", "0"]
+            dry = ["ninja", "-C", directory]
+            ninja = [*dry, "-j", jobs, "-k", "0"]
         else:
-            ninja = ["cmake", "--build", directory, "--parallel", jobs, "--", "-k", "0"]
+            programs = excluded_test_programs(directory)
+            targets = ["all", *programs] if programs else []
+            dry = ["cmake", "--build", directory, "--"]
+            ninja = ["cmake", "--build", directory, "--parallel", jobs, "--", "-k", "0", *targets]
         built = build(ninja)
         if built != 0:
-            dry = ninja[:1] + (["-C", directory] if args.system == "meson" else ninja[1:3])
-            remove_stale_executables(directory, [*dry, *(["--"] if args.system == "cmake" else []),
-                                                 "-n", "-k", "0"])  # fmt: skip
+            remove_stale_executables(directory, [*dry, "-n", "-k", "0", *targets])
         if args.system == "meson":
             tested = run_meson_tests(directory, args.junit, args.jobs, args.timeout, args.test)
         else:

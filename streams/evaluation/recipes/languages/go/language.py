@@ -59,6 +59,7 @@ class Go(Language):
     # for its docs site, is tested with go
     order = 5
     compiled = True
+    source_suffixes = (".go",)
     runners = {RUNNER: LogParser(gotest.parse_go_test_json, gotest.running_when_killed)}
     default_runner = RUNNER
     project_files = frozenset(DEPENDENCY_FILES)

@@ -67,6 +67,7 @@ class Java(Language):
     # a package.json for its docs site is tested with Maven
     order = 7
     compiled = True
+    source_suffixes = (".java", ".kt")
     runners = {RUNNER: LogParser(surefire.parse_surefire_log, surefire.running_when_killed)}
     default_runner = RUNNER
     project_files = frozenset({POM, *GRADLE_FILES})

@@ -53,6 +53,7 @@ class Rust(Language):
     # docs site is tested with cargo (after Go: a Go module with a Rust helper is Go's)
     order = 6
     compiled = True
+    source_suffixes = (".rs",)
     # a rustc is chosen per PR (its date, its lockfile): one PR's is no guess for the next
     remembers_version = False
     runners = {RUNNER: LogParser(libtest.parse_cargo_test, libtest.running_when_killed)}
