@@ -1,4 +1,5 @@
-"""C beyond CMake, end to end: a Meson project and an Autotools ``make check`` project, each a
+"""C beyond CMake, end to end: a Meson project, an Autotools ``make check`` project and a plain
+Makefile's ``check`` target, each a
 repository the test makes with git, with a PR that fixes a bug and adds the test that shows it,
 through extract and validate (real Docker, Debian's gcc, Meson, Ninja, autoconf and automake),
 exported, and graded by the harness: the gold patch resolves the task, a patch that fixes
@@ -120,3 +121,34 @@ def test_an_autotools_project_tested_by_make_check(
     assert config is not None and config.language == "C" and config.test_runner == "automake"
     assert config.system_packages == ["zlib1g-dev"]  # AC_CHECK_LIB([z]): its libz.so
     assert config.install_commands[0] == "autoreconf -fi"
+
+
+PLAIN_MAKEFILE = """\
+CFLAGS ?= -O0 -I.
+LDLIBS = -lz
+TESTS = tests/test_crc tests/test_words
+all: libsums.a
+libsums.a: src/sums.o
+\t$(AR) rcs $@ $^
+tests/%: tests/%.c libsums.a
+\t$(CC) $(CFLAGS) -o $@ $< libsums.a $(LDLIBS)
+check: $(TESTS)
+\t@n=0; failed=0; for t in $(TESTS); do n=$$((n+1)); \\
+\t  if ./$$t; then echo "ok $$n - $$t"; else echo "not ok $$n - $$t"; failed=1; fi; \\
+\tdone; exit $$failed
+.PHONY: all check
+"""
+
+
+@pytest.mark.timeout(900)  # five builds
+def test_a_plain_makefile_project_whose_check_target_prints_its_cases(
+    tmp_path: Path, docker_client: Any, base_image: str, cxx_images: dict[str, str]
+) -> None:
+    files = {"Makefile": PLAIN_MAKEFILE}
+    task = validate_sums(tmp_path, "sums-make", files, docker_client, base_image, cxx_images)
+    # the target runs every test: it and its cases (its TAP lines) are the tests
+    assert task.FAIL_TO_PASS == ["check", "check::tests/test_crc"]
+    assert task.PASS_TO_PASS == ["check::tests/test_words"]
+    config = task.install_config
+    assert config is not None and config.language == "C" and config.test_runner == "make-target"
+    assert config.system_packages == ["zlib1g-dev"]  # LDLIBS = -lz: its libz.so

@@ -247,6 +247,7 @@ LIB := libcodec.a
 SRC = codec.c \\
       util.c
 TESTS = $(wildcard tests/*.c)
+LDLIBS += -lz $(shell pkg-config --libs libcurl) -lm $(EXTRA_LIBS)
 
 default: $(LIB)
 $(LIB): $(SRC:.c=.o)
@@ -272,6 +273,7 @@ def test_a_plain_makefile_is_read_for_its_rules_and_test_target() -> None:
     assert facts is not None
     assert facts.targets == ["default", "test", "check", ".PHONY"]
     assert facts.test_target == "check" and not facts.cxx
+    assert facts.libraries == ["z", "m"] and facts.modules == ["libcurl"]
     language = language_named("C")
     assert language is not None and language.detect(project)
     (recipe, *_), _ = language.infer(project, Inputs("o/r", images={"gcc": IMAGES}))

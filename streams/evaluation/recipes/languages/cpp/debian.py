@@ -27,6 +27,7 @@ from pathlib import Path
 
 from streams.evaluation.recipes.languages import SystemFiles
 from streams.evaluation.recipes.languages.cpp.autotools import AutotoolsFacts
+from streams.evaluation.recipes.languages.cpp.makefile import MakefileFacts
 from streams.evaluation.recipes.languages.cpp.cmake import CMakeFacts
 from streams.evaluation.recipes.languages.cpp.listfile import read_listfile
 from streams.evaluation.recipes.languages.cpp.meson import MesonFacts
@@ -182,8 +183,9 @@ def wanted_of_meson(facts: MesonFacts) -> list[Wanted]:
     return wanted
 
 
-def wanted_of_autotools(facts: AutotoolsFacts) -> list[Wanted]:
-    """What an Autotools project's ``PKG_CHECK_MODULES`` and ``AC_CHECK_LIB`` calls need."""
+def wanted_of_autotools(facts: AutotoolsFacts | MakefileFacts) -> list[Wanted]:
+    """What an Autotools project's ``PKG_CHECK_MODULES`` and ``AC_CHECK_LIB`` calls need (a
+    plain Makefile's pkg-config modules and ``-l`` libraries: the same two lists)."""
     own = (facts.project or "").lower()
     wanted = [found for m in facts.modules if (found := wanted_for_module(m)) is not None]
     wanted = [w for w in wanted if w.name.lower() != own]

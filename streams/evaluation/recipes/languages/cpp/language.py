@@ -214,11 +214,11 @@ class Cpp(Language):
         if isinstance(facts, MesonFacts):
             packages, notes = debian_packages(wanted_of_meson(facts), suite, inputs.system_files)
             return meson_recipe(facts, version, images, packages, notes)
-        if isinstance(facts, MakefileFacts):
-            return make_recipe(facts, version, images)
-        if isinstance(facts, AutotoolsFacts):
+        if isinstance(facts, AutotoolsFacts | MakefileFacts):
             wanted = wanted_of_autotools(facts)
             packages, notes = debian_packages(wanted, suite, inputs.system_files)
+            if isinstance(facts, MakefileFacts):
+                return make_recipe(facts, version, images, packages, notes)
             return autotools_recipe(facts, version, images, packages, notes)
         wanted = wanted_of_cmake(facts, tree, host_cmake_module)
         packages, notes = debian_packages(wanted, suite, inputs.system_files)

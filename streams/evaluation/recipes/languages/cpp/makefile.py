@@ -2,7 +2,9 @@
 logical lines (a backslash-newline joins the next), ``#`` comments dropped, recipe lines (a tab
 first) and conditionals passed over; a rule line is ``targets: prerequisites`` whose colon is
 not part of an assignment (``=``, ``:=``, ``::=``, ``?=``, ``+=``, ``!=`` before it). Its facts:
-the targets, the one that runs the tests (``check``, else ``test``) and whether it compiles C++.
+the targets, the one that runs the tests (``check``, else ``test``), whether it compiles C++,
+and the libraries its variables link (``-lz``) and the pkg-config modules they ask for
+(``$(shell pkg-config --libs libcurl)``), for their Debian packages.
 
 Variables are not expanded (the tree is read, not run): a target named through one is not a
 name, so only literal targets count; make runs the test target itself, with its own reading."""
@@ -29,6 +31,9 @@ class MakefileFacts:
     targets: list[str] = field(default_factory=list)
     test_target: str | None = None
     cxx: bool = False  # C++ sources in the tree (else its tasks say C)
+    libraries: list[str] = field(default_factory=list)  # -l names
+    modules: list[str] = field(default_factory=list)  # pkg-config modules
+    project: str | None = None  # (none: a Makefile names no project)
 
 
 def logical_lines(text: str) -> list[str]:
@@ -86,11 +91,32 @@ def read_makefile(tree: TreeFiles) -> MakefileFacts | None:
     text = (tree.read(makefile, MAX_BYTES) or b"").decode("utf-8", errors="replace")
     facts = MakefileFacts(makefile=makefile)
     for line in logical_lines(text):
-        for target in rule_targets(line):
+        targets = rule_targets(line)
+        for target in targets:
             if target not in facts.targets:
                 facts.targets.append(target)
+        if not targets and "=" in line:
+            _read_links(line.split("=", 1)[1].split(), facts)
     facts.test_target = next((t for t in TEST_TARGETS if t in facts.targets), None)
     if facts.test_target is None:
         return None
     facts.cxx = any(name.lower().endswith(_CXX_SUFFIXES) for name in tree.names)
     return facts
+
+
+def _read_links(words: list[str], facts: MakefileFacts) -> None:
+    """The ``-l`` libraries and pkg-config modules an assignment's value names."""
+    asking = False  # after ``pkg-config``: its modules, up to a word that is not one
+    for word in (w.strip("()") for w in words):
+        if word.startswith("-l") and len(word) > 2 and "$" not in word:
+            found, named = facts.libraries, word[2:]
+        elif word.endswith("pkg-config"):
+            asking = True
+            continue
+        elif asking and word and not word.startswith("-") and "$" not in word:
+            found, named = facts.modules, word
+        else:
+            asking = asking and word.startswith("-")
+            continue
+        if named not in found:
+            found.append(named)

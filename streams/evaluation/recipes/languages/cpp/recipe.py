@@ -221,7 +221,11 @@ def autotools_recipe(
 
 
 def make_recipe(
-    facts: MakefileFacts, version: str | None, images: Mapping[str, str]
+    facts: MakefileFacts,
+    version: str | None,
+    images: Mapping[str, str],
+    packages: Sequence[str] = (),
+    package_notes: Sequence[str] = (),
 ) -> InstallRecipe:
     """The recipe of a project built by a plain Makefile on the image of gcc ``version``: its
     default target built in the tree (``-k``), tested by its test target run whole (the
@@ -230,5 +234,6 @@ def make_recipe(
     language = LANGUAGE_NAME if facts.cxx else C_ONLY
     command = test_command("make", facts.test_target)
     return _gcc_recipe(
-        language, facts.makefile, install, "make", MAKE_RUNNER, version, images, (), (), command
-    )
+        language, facts.makefile, install, "make", MAKE_RUNNER, version, images, packages,
+        package_notes, command,
+    )  # fmt: skip
