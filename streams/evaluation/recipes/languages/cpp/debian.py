@@ -27,9 +27,9 @@ from pathlib import Path
 
 from streams.evaluation.recipes.languages import SystemFiles
 from streams.evaluation.recipes.languages.cpp.autotools import AutotoolsFacts
-from streams.evaluation.recipes.languages.cpp.makefile import MakefileFacts
 from streams.evaluation.recipes.languages.cpp.cmake import CMakeFacts
 from streams.evaluation.recipes.languages.cpp.listfile import read_listfile
+from streams.evaluation.recipes.languages.cpp.makefile import MakefileFacts
 from streams.evaluation.recipes.languages.cpp.meson import MesonFacts
 from streams.evaluation.recipes.model import TreeFiles
 
