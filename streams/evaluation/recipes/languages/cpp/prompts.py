@@ -25,7 +25,9 @@ ${tools}run in / (apt-get install of -dev packages); `install`: commands run in 
 configure and build into build/ (`cmake -S . -B build -DBUILD_TESTING=ON ...`, then \
 `cmake --build build`); `pre_test`: build steps run in /testbed; `test_command`: \
 `python3 /opt/swe-env/swe-ctest.py --build-dir build` (it builds what a patch changed, then \
-runs CTest: keep it); `test_runner`: $runners; `gcc`: one of $versions.
+runs CTest: keep it; `--system meson`, `--system automake` for `make check`, `--system make \
+--target check` for a plain Makefile's test target); `test_runner`: $runners; `gcc`: one of \
+$versions.
 ${accepted}"""
     ),
     first_read=FIRST_READ,
