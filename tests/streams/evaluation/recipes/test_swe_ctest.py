@@ -283,3 +283,40 @@ def test_a_plain_makefiles_test_target_runs_whole_with_its_cases(tmp_path: Path)
         "check::links": "passed",
         "check::encodes": "passed",
     }
+
+
+# two tests that hold one resource (a port, a file): the second fails while the first has it
+HOLDER = """\
+touch held
+for i in $(seq 30); do [ -e seen ] && break; sleep 0.1; done
+rm -f held
+"""
+CONTENDER = """\
+for i in $(seq 30); do
+  if [ -e held ]; then touch seen; echo "the resource is taken"; exit 1; fi
+  sleep 0.1
+done
+echo "the resource was free"
+"""
+
+
+@pytest.mark.skipif(
+    not all(map(shutil.which, ("cmake", "ninja", "ctest"))), reason="needs CMake and Ninja"
+)
+def test_a_test_that_fails_only_beside_another_runs_again_alone(tmp_path: Path) -> None:
+    (tmp_path / "holder.sh").write_text(HOLDER)
+    (tmp_path / "contender.sh").write_text(CONTENDER)
+    (tmp_path / "CMakeLists.txt").write_text(
+        "project(t NONE)\nenable_testing()\n"
+        "add_test(NAME holder COMMAND sh ${CMAKE_SOURCE_DIR}/holder.sh)\n"
+        "add_test(NAME contender COMMAND sh ${CMAKE_SOURCE_DIR}/contender.sh)\n"
+    )
+    configure = ["cmake", "-S", ".", "-B", "build", "-G", "Ninja"]
+    subprocess.run(configure, cwd=tmp_path, check=True, capture_output=True)
+    ran = run(tmp_path, "--report", "report.xml")
+    assert "failed beside other tests, run again alone: contender" in ran.stdout, ran.stdout
+    assert parse_swe_ctest_report((tmp_path / "report.xml").read_bytes()) == {
+        "holder": "passed",
+        "contender": "passed",
+    }
+    assert ran.returncode == 0, ran.stdout

@@ -53,6 +53,7 @@ _ROOT_REFUSAL = re.compile(
     r"(?:cannot|can't|must not|should not|refuses? to) (?:be )?run as root", re.IGNORECASE
 )
 UNPRIVILEGED = 65534
+MOST_RUN_AGAIN = 50  # failed tests run again alone (more: the suite fails as it is)
 OUTPUT_BYTES = 4 << 20  # of each test's output kept in CTest's report
 
 
@@ -137,32 +138,54 @@ def gtest_directory(directory: str) -> str:
 
 
 def run_tests(directory: str, junit: str, jobs: int, timeout: float, regex: str | None) -> int:
-    """CTest's run; the tests that refuse to run as root (when it is root) run again as an
-    unprivileged user, their results taking the place of the refusals."""
+    """CTest's run, in parallel; then the tests that failed run again one at a time (two suites
+    a project never runs at once may share a port or a file: what fails only beside another
+    is not the code's failure), and those that refuse to run as root (when it is root) again
+    as an unprivileged user, each run's results taking the places of the one before."""
     reports = gtest_directory(directory)
     shutil.rmtree(reports, ignore_errors=True)  # an earlier run's reports are not this one's
     environment = {**os.environ, "GTEST_OUTPUT": f"xml:{reports}{os.sep}"}
     status = _ctest(directory, os.path.abspath(junit), jobs, timeout, regex, environment)
+    failed = failed_tests(junit)
+    if jobs > 1 and 0 < len(failed) <= MOST_RUN_AGAIN:
+        say(f"{MARK} failed beside other tests, run again alone: {' '.join(failed)}")
+        again = _run_again(directory, junit, failed, timeout, environment)
+        status = status if again is None else again
     refused = refused_as_root(junit) if os.geteuid() == 0 else []
-    if not refused:
-        return status
-    say(f"{MARK} refused to run as root, run again as uid {UNPRIVILEGED}: {' '.join(refused)}")
+    if refused:
+        say(f"{MARK} refused to run as root, run again as uid {UNPRIVILEGED}: {' '.join(refused)}")
+        again = _run_again(directory, junit, refused, timeout, environment, UNPRIVILEGED)
+        status = status if again is None else again
+    return status
+
+
+def _run_again(
+    directory: str,
+    junit: str,
+    names: list[str],
+    timeout: float,
+    environment: dict[str, str],
+    user: int | None = None,
+) -> int | None:
+    """Run the tests ``names`` again one at a time (as ``user``, who is given the build tree),
+    their cases taking the places of the report's; the status of the whole (None: they could
+    not be run again)."""
     holder = tempfile.mkdtemp(prefix="swe-ctest-")
     again = os.path.join(holder, "junit.xml")
-    pattern = "^(" + "|".join(_cmake_escaped(name) for name in refused) + ")$"
+    pattern = "^(" + "|".join(_cmake_escaped(name) for name in names) + ")$"
     try:
-        for path in [holder, directory, *_tree_paths(directory)]:
-            os.lchown(path, UNPRIVILEGED, UNPRIVILEGED)
-        status_again = _ctest(
-            directory, again, jobs, timeout, pattern, {**environment, "HOME": holder},
-            user=UNPRIVILEGED,
-        )  # fmt: skip
+        if user is not None:
+            for path in [holder, directory, *_tree_paths(directory)]:
+                os.lchown(path, user, user)
+            environment = {**environment, "HOME": holder}
+        status = _ctest(directory, again, 1, timeout, pattern, environment, user=user)
     except OSError as error:  # a sandbox without the capabilities to change users
-        say(f"{MARK} could not run as uid {UNPRIVILEGED}: {error}")
-        return status
-    others_failed = _replace_cases(junit, again, refused)
+        say(f"{MARK} could not run again as uid {user}: {error}")
+        shutil.rmtree(holder, ignore_errors=True)
+        return None
+    others_failed = _replace_cases(junit, again, names)
     shutil.rmtree(holder, ignore_errors=True)
-    return max(status_again, 1 if others_failed else 0)
+    return max(status, 1 if others_failed else 0)
 
 
 def _ctest(
@@ -189,6 +212,15 @@ def _ctest(
         command, env=environment, stderr=subprocess.STDOUT, user=user, group=user,
         extra_groups=[],
     )  # fmt: skip
+
+
+def failed_tests(junit: str) -> list[str]:
+    """The failed tests of a CTest JUnit report."""
+    try:
+        suite = ElementTree.parse(junit).getroot()
+    except (OSError, ElementTree.ParseError):
+        return []
+    return [c.get("name", "") for c in suite.iter("testcase") if c.get("status") == "fail"]
 
 
 def refused_as_root(junit: str) -> list[str]:
