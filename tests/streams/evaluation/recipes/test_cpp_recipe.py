@@ -154,6 +154,26 @@ def test_the_recipe_configures_with_the_tests_on_and_downloads_found_installed()
     assert not any("POLICY_VERSION" in command for command in c_only.install_commands)
 
 
+def test_an_option_that_only_adds_a_download_is_turned_off() -> None:
+    # test data fetched from a git repository, on by default: no Debian package serves it,
+    # and the closed network would fail the configure; the test framework is found installed
+    data = (
+        'option(CALC_DATA_TESTS "the data-driven tests" ON)\n'
+        "if(CALC_DATA_TESTS)\n"
+        "  FetchContent_Declare(calc_data GIT_REPOSITORY https://example.org/calc-data.git)\n"
+        "  FetchContent_MakeAvailable(calc_data)\n"
+        "endif()\n"
+        "add_executable(t t.cpp)\nadd_test(NAME t COMMAND t)\n"
+    )
+    language = language_named("C++")
+    assert language is not None
+    given = cmake_tree(extra={"tests/CMakeLists.txt": data})
+    (recipe, *_), _ = language.infer(given, Inputs("o/r", images={"gcc": IMAGES}))
+    words = shlex.split(recipe.install_commands[0])
+    assert "-DCALC_DATA_TESTS=OFF" in words and "-DCALC_BUILD_TESTS=ON" in words
+    assert not any(word.startswith("-DCALC_BUILD_TESTS=OFF") for word in words)
+
+
 def test_no_image_has_the_cmake_asked_for() -> None:
     language = language_named("C++")
     assert language is not None

@@ -55,12 +55,14 @@ class FoundPackage:
 @dataclass(frozen=True)
 class FetchedContent:
     """A download at configure time: its name, where from (a git repository or a URL) and the
-    command that asks (``fetchcontent_declare``, ``externalproject_add``, ``file``)."""
+    command that asks (``fetchcontent_declare``, ``externalproject_add``, ``file``) and the
+    project's options in the conditions around it (``if(FOO_EXTRA_TESTS)``: off, no download)."""
 
     name: str
     source: str
     command: str
     listfile: str = ROOT_LISTFILE
+    guards: tuple[str, ...] = ()
 
 
 @dataclass
@@ -182,19 +184,28 @@ class _Walk:
         elif name in ("fetchcontent_declare", "externalproject_add") and words:
             source = _value_after(words, ("GIT_REPOSITORY", "URL", "SVN_REPOSITORY"))
             if source is not None:
-                facts.fetched.append(FetchedContent(words[0], source, name, path))
+                fetched = FetchedContent(words[0], source, name, path, self.options_around())
+                facts.fetched.append(fetched)
         elif name == "file" and len(words) > 2 and words[0] == "DOWNLOAD":
-            facts.fetched.append(FetchedContent(posixpath.basename(words[2]), words[1], name, path))
+            named = posixpath.basename(words[2])
+            fetched = FetchedContent(named, words[1], name, path, self.options_around())
+            facts.fetched.append(fetched)
 
-    def guarded(self) -> None:
-        """The options named (not negated) in the conditions around this command guard the
-        tests."""
+    def options_around(self) -> tuple[str, ...]:
+        """The options named (not negated) in the conditions around this command."""
+        found: list[str] = []
         for condition in self.conditions:
             for at, word in enumerate(condition):
                 negated = at > 0 and condition[at - 1] == "NOT"
-                known = word in self.facts.options and word not in self.facts.test_options
-                if known and not negated:
-                    self.facts.test_options.append(word)
+                if word in self.facts.options and not negated and word not in found:
+                    found.append(word)
+        return tuple(found)
+
+    def guarded(self) -> None:
+        """The options around this command guard the tests."""
+        for option in self.options_around():
+            if option not in self.facts.test_options:
+                self.facts.test_options.append(option)
 
 
 def is_test_directory(name: str) -> bool:

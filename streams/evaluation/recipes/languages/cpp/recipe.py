@@ -91,14 +91,36 @@ def options_for_tests(facts: CMakeFacts) -> list[str]:
     return chosen
 
 
+# what a configure-time download that Debian serves is (its name or source says it)
+TEST_FRAMEWORKS = ("googletest", "gtest", "doctest", "catch")
+
+
+def download_options(facts: CMakeFacts, turned_on: Sequence[str]) -> list[str]:
+    """The options on by default that only add a configure-time download (test data, an
+    extra library) that no Debian package serves: turned off, as the closed network would
+    fail the whole configure (a test framework is found installed instead)."""
+    found: list[str] = []
+    for content in facts.fetched:
+        words = f"{content.name} {content.source}".lower()
+        if any(framework in words for framework in TEST_FRAMEWORKS):
+            continue
+        for option in content.guards:
+            default = facts.options.get(option, "OFF").upper()
+            if default == "ON" and option not in turned_on and option not in found:
+                found.append(option)
+    return found
+
+
 def configure_command(facts: CMakeFacts) -> str:
     """``cmake`` configuring the tree into ``BUILD_DIR``: Ninja (the image's generator), a
     debug build with its tests on (``BUILD_TESTING`` and every option that guards them), and
     configure-time downloads found installed first (GoogleTest from Debian's sources)."""
+    turned_on = options_for_tests(facts)
     options = [
         "-DCMAKE_BUILD_TYPE=Debug",
         "-DBUILD_TESTING=ON",
-        *(f"-D{option}=ON" for option in options_for_tests(facts)),
+        *(f"-D{option}=ON" for option in turned_on),
+        *(f"-D{option}=OFF" for option in download_options(facts, turned_on)),
         "-DFETCHCONTENT_TRY_FIND_PACKAGE_MODE=ALWAYS",
     ]
     for content in facts.fetched:
