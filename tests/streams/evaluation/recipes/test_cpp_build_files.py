@@ -227,6 +227,10 @@ def test_munit_lines_and_check_mark_lines() -> None:
         "\x1b[1m\x1b[31m  \U00010107\x1b[1m\x1b[37m test_vec2_center \x1b[0m"
         "\x1b[33m- expected 1.0\x1b[0m\n"
         "  \u2713 other_case\n"
+        # as CTest's report writes a colour's escape
+        "[NON-XML-CHAR-0x1B][32m  \u2714\ufe0e[NON-XML-CHAR-0x1B][0m glm_mul     0\n"
+        "Suite: nghttp2_session\n  Test: session_recv ...passed\n"
+        "  Test: session_recv_data ...FAILED\n    1. tests/t.c:12  - 0 == rv\n"
         "Test Name    \u2714 is passed\n"  # a legend, not a case: the mark is not first
     )
     assert case_statuses(output) == {
@@ -237,6 +241,9 @@ def test_munit_lines_and_check_mark_lines() -> None:
         "test_mat4_identity": "passed",
         "test_vec2_center": "failed",
         "other_case": "passed",
+        "glm_mul": "passed",
+        "session_recv": "passed",
+        "session_recv_data": "failed",
     }
 
 

@@ -256,7 +256,7 @@ CODEC_RUNNER = """\
 #include <stdio.h>
 int codec(void);
 int main(void) {
-  printf("ok 1 - links\\n");
+  printf("ok 1 - links\\n\\x01\\x1b[1mbinary output\\x1b[0m\\n");
   printf("%s 2 - encodes\\n", codec() == 1 ? "ok" : "not ok");
   return codec() == 1 ? 0 : 1;
 }

@@ -8,6 +8,7 @@
   ``...:IGNORE``, the result maybe in a terminal colour;
 * µnit's: ``/suite/case   [ OK    ] [ 0.0001 / 0.0001 CPU ]``, ``[ FAIL  ]``, ``[ ERROR ]``,
   ``[ SKIP  ]``;
+* CUnit's verbose mode: ``  Test: session_recv ...passed``, ``...FAILED``;
 * a check-mark line, as hand-written runners print them: ``✔ name``, ``✗ name - why``
   (``✓``, ``✘``, ``𐄂`` too), after the terminal colours are taken out.
 
@@ -25,7 +26,12 @@ _UNITY = re.compile(
     re.MULTILINE,
 )
 _MUNIT = re.compile(r"^(?P<name>/\S+)\s+\[ (?P<result>OK|FAIL|ERROR|SKIP)\s*\]", re.MULTILINE)
-_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+# a terminal colour, its escape as CTest's report writes it too (not a character XML allows)
+_COLOUR = re.compile(r"(?:\x1b|\[NON-XML-CHAR-0x1B\])\[[0-9;]*m")
+# CUnit's verbose mode: ``  Test: session_recv ...passed`` (``...FAILED``, ``...skipped``)
+_CUNIT = re.compile(
+    r"^\s*Test: (?P<name>\S.*?) \.\.\.(?P<result>passed|FAILED|skipped)\b", re.MULTILINE
+)
 # a mark, the variation selector some print after it, then an identifier
 _MARK = re.compile(
     r"^\s*(?P<result>[\u2714\u2713\u2718\u2717\U00010107])\ufe0e?\s+(?P<name>[A-Za-z_][\w.:]*)",
@@ -82,6 +88,11 @@ def munit_statuses(output: str) -> dict[str, TestStatus]:
     return _result_lines(_MUNIT, output, {"OK"}, {"SKIP"})
 
 
+def cunit_statuses(output: str) -> dict[str, TestStatus]:
+    """Per-case statuses of CUnit's verbose result lines in ``output``."""
+    return _result_lines(_CUNIT, output, {"passed"}, {"skipped"})
+
+
 def check_mark_statuses(output: str) -> dict[str, TestStatus]:
     """Per-case statuses of the check-mark lines in ``output``."""
     return _result_lines(_MARK, output, _PASS_MARKS, set())
@@ -90,7 +101,7 @@ def check_mark_statuses(output: str) -> dict[str, TestStatus]:
 def case_statuses(output: str) -> dict[str, TestStatus]:
     """The cases a suite's output says, in whichever of the kinds above it speaks."""
     statuses = anything_protocol_statuses(output)
-    for kind in (unity_statuses, munit_statuses, check_mark_statuses):
+    for kind in (unity_statuses, munit_statuses, cunit_statuses, check_mark_statuses):
         for name, status in kind(output).items():
             record(statuses, name, status)
     return statuses

@@ -53,6 +53,7 @@ _ROOT_REFUSAL = re.compile(
     r"(?:cannot|can't|must not|should not|refuses? to) (?:be )?run as root", re.IGNORECASE
 )
 UNPRIVILEGED = 65534
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 MOST_RUN_AGAIN = 50  # failed tests run again alone (more: the suite fails as it is)
 OUTPUT_BYTES = 4 << 20  # of each test's output kept in CTest's report
 
@@ -374,9 +375,15 @@ def run_make_target(target: str, jobs: int, timeout: float, junit: str) -> int:
     _junit_case(suite, target, "PASS" if status == 0 else "FAIL")
     case = suite.find("testcase")
     if case is not None:
-        ElementTree.SubElement(case, "system-out").text = "".join(output)[-OUTPUT_BYTES:]
+        text = "".join(output)[-OUTPUT_BYTES:]
+        ElementTree.SubElement(case, "system-out").text = _NOT_XML.sub(_marked, text)
     ElementTree.ElementTree(suite).write(junit, encoding="utf-8", xml_declaration=True)
     return status
+
+
+def _marked(found: re.Match[str]) -> str:
+    """A character XML does not allow, as CTest writes one in its report."""
+    return f"[NON-XML-CHAR-0x{ord(found.group()):X}]"
 
 
 def _trs_files(root: str) -> list[str]:
