@@ -6,6 +6,8 @@ a test patch changes, what did not compile and the check command of one test."""
 from __future__ import annotations
 
 import shlex
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,12 @@ from streams.evaluation.recipes.languages.cpp.debian import (
     packages_of,
     wanted_of_cmake,
 )
-from streams.evaluation.recipes.languages.cpp.recipe import gcc_versions, options_for_tests
+from streams.evaluation.recipes.languages.cpp.recipe import (
+    NEWER_GCC_WARNINGS,
+    gcc_versions,
+    options_for_tests,
+    warning_flags,
+)
 from streams.evaluation.recipes.languages.cpp.toolchain import CXX_IMAGES
 from streams.evaluation.recipes.model import TreeFiles
 from tests.fakes.debian_archive import debian_archive
@@ -137,6 +144,9 @@ def test_the_recipe_configures_with_the_tests_on_and_downloads_found_installed()
     assert "-DFETCHCONTENT_SOURCE_DIR_GOOGLETEST=/usr/src/googletest" in words
     assert "-DFETCHCONTENT_TRY_FIND_PACKAGE_MODE=ALWAYS" in words
     assert "-DCMAKE_POLICY_VERSION_MINIMUM=3.5" in words  # 2.8.12: CMake 4 refuses it without
+    flags = {word.split("=", 1)[0]: word.split("=", 1)[1] for word in words if "_FLAGS=" in word}
+    assert "-Wno-error=maybe-uninitialized" in flags["-DCMAKE_C_FLAGS"]
+    assert "-Wno-error=class-memaccess" in flags["-DCMAKE_CXX_FLAGS"]
     assert build == "cmake --build build -- -k 0 || true"
     assert recipe.system_packages == ()  # no file list to look packages up in
     assert any("ZLIB, Frobnicator" in note for note in recipe.notes)
@@ -172,6 +182,26 @@ def test_an_option_that_only_adds_a_download_is_turned_off() -> None:
     words = shlex.split(recipe.install_commands[0])
     assert "-DCALC_DATA_TESTS=OFF" in words and "-DCALC_BUILD_TESTS=ON" in words
     assert not any(word.startswith("-DCALC_BUILD_TESTS=OFF") for word in words)
+
+
+WARNED = """\
+#include <string.h>
+char buffer[4];
+void copy(void) { strcpy(buffer, "too long"); }
+int main(void) { int unset; return unset; }
+"""
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_the_kept_warnings_outlast_a_projects_werror_after_them(tmp_path: Path) -> None:
+    source = tmp_path / "warned.c"
+    source.write_text(WARNED)
+    strict = ["gcc", "-c", "-O2", "-Wall", "-Werror", str(source), "-o", str(tmp_path / "w.o")]
+    assert subprocess.run(strict, capture_output=True).returncode != 0
+    # the recipe's flags come first (CMAKE_C_FLAGS), the project's -Werror after them
+    kept = [*strict[:3], *warning_flags(NEWER_GCC_WARNINGS).split(), *strict[3:]]
+    compiled = subprocess.run(kept, capture_output=True, text=True)
+    assert compiled.returncode == 0 and "[-Wuninitialized]" in compiled.stderr, compiled.stderr
 
 
 def test_no_image_has_the_cmake_asked_for() -> None:
