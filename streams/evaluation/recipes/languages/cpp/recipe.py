@@ -101,12 +101,17 @@ NEWER_GCC_WARNINGS = (
 )  # fmt: skip
 NEWER_GXX_WARNINGS = (
     "class-memaccess", "deprecated-copy", "range-loop-construct", "redundant-move",
-    "pessimizing-move", "dangling-reference", "self-move",
+    "pessimizing-move",
 )  # fmt: skip
+# those a gcc before the major named does not know (it refuses the flag): named from it on
+SINCE_GCC = {"dangling-reference": 13, "self-move": 13}
 
 
-def warning_flags(names: Sequence[str]) -> str:
-    return " ".join(f"-Wno-error={name}" for name in names)
+def warning_flags(names: Sequence[str], gcc: str | None = None) -> str:
+    """``-Wno-error=`` of ``names`` and of those ``SINCE_GCC`` that gcc ``gcc`` knows."""
+    major = int(gcc) if gcc and gcc.isdigit() else 0
+    known = [*names, *(name for name, since in SINCE_GCC.items() if major >= since)]
+    return " ".join(f"-Wno-error={name}" for name in known)
 
 
 # what a configure-time download that Debian serves is (its name or source says it)
@@ -129,7 +134,7 @@ def download_options(facts: CMakeFacts, turned_on: Sequence[str]) -> list[str]:
     return found
 
 
-def configure_command(facts: CMakeFacts) -> str:
+def configure_command(facts: CMakeFacts, gcc: str | None = None) -> str:
     """``cmake`` configuring the tree into ``BUILD_DIR``: Ninja (the image's generator), a
     debug build with its tests on (``BUILD_TESTING`` and every option that guards them), and
     configure-time downloads found installed first (GoogleTest from Debian's sources)."""
@@ -141,7 +146,7 @@ def configure_command(facts: CMakeFacts) -> str:
         *(f"-D{option}=OFF" for option in download_options(facts, turned_on)),
         "-DFETCHCONTENT_TRY_FIND_PACKAGE_MODE=ALWAYS",
         f"-DCMAKE_C_FLAGS={warning_flags(NEWER_GCC_WARNINGS)}",
-        f"-DCMAKE_CXX_FLAGS={warning_flags(NEWER_GCC_WARNINGS + NEWER_GXX_WARNINGS)}",
+        f"-DCMAKE_CXX_FLAGS={warning_flags(NEWER_GCC_WARNINGS + NEWER_GXX_WARNINGS, gcc)}",
     ]
     for content in facts.fetched:
         if "googletest" in content.source.lower() and "${" not in content.name:
@@ -211,9 +216,10 @@ def cmake_recipe(
     downloads = [content.name for content in facts.fetched]
     if downloads:
         notes.append(f"downloads at configure time: {', '.join(downloads[:10])}")
+    install = (configure_command(facts, version), build_command())
     return _gcc_recipe(
-        language_of_project(facts), ROOT_LISTFILE, (configure_command(facts), build_command()),
-        "cmake", RUNNER, version, images, packages, notes,
+        language_of_project(facts), ROOT_LISTFILE, install, "cmake", RUNNER, version, images,
+        packages, notes,
     )  # fmt: skip
 
 
