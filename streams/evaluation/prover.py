@@ -328,7 +328,7 @@ class Prover:
                         files=at_base,
                     )
                 ]
-                if compiled and at_base
+                if compiled and (at_base or (language is not None and language.runs_whole_suite))
                 else []
             )
             if not self._apply(box, f"{PATCH_DIR}/test.patch"):

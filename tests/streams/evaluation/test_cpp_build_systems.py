@@ -152,3 +152,68 @@ def test_a_plain_makefile_project_whose_check_target_prints_its_cases(
     config = task.install_config
     assert config is not None and config.language == "C" and config.test_runner == "make-target"
     assert config.system_packages == ["zlib1g-dev"]  # LDLIBS = -lz: its libz.so
+
+
+SUITE_LISTS = """\
+cmake_minimum_required(VERSION 3.14)
+project(units C)
+enable_testing()
+add_library(units src/units.c)
+target_include_directories(units PUBLIC include)
+add_subdirectory(tests)
+"""
+# the suite's sources found by a glob: a test file the PR adds joins the one binary
+SUITE_TESTS_LISTS = """\
+file(GLOB suite_sources CONFIGURE_DEPENDS *.c)
+add_executable(suite ${suite_sources})
+target_link_libraries(suite units)
+add_test(NAME units COMMAND suite)
+"""
+SUITE_MAIN = """\
+#include <stdio.h>
+#include "units.h"
+int more_cases(int number) __attribute__((weak));
+int main(void) {
+  int ok = to_km(0) == 0;
+  printf("%s 1 - converts_nothing\\n", ok ? "ok" : "not ok");
+  return (ok ? 0 : 1) + (more_cases ? more_cases(2) : 0);
+}
+"""
+MILES_CASES = """\
+#include <stdio.h>
+#include "units.h"
+int more_cases(int number) {
+  int ok = to_miles(16.09344) > 9.999 && to_miles(16.09344) < 10.001;
+  printf("%s %d - converts_to_miles\\n", ok ? "ok" : "not ok", number);
+  return ok ? 0 : 1;
+}
+"""
+
+
+@pytest.mark.timeout(900)  # three builds and a grading
+def test_a_new_test_file_in_a_suites_one_binary_leaves_the_old_cases_passing(
+    tmp_path: Path, docker_client: Any, base_image: str, cxx_images: dict[str, str]
+) -> None:
+    # the PR's test file is new (none of its test files is at the base) and does not compile
+    # without the fix, so the whole suite has no result with the test patch alone: the base
+    # is still run, and says the old cases passed there
+    base = {
+        "CMakeLists.txt": SUITE_LISTS,
+        "include/units.h": "double to_km(double miles);\n",
+        "src/units.c": '#include "units.h"\ndouble to_km(double miles) { return miles * 1.6; }\n',
+        "tests/CMakeLists.txt": SUITE_TESTS_LISTS,
+        "tests/main.c": SUITE_MAIN,
+    }
+    fix: dict[str, str | None] = {
+        "include/units.h": "double to_km(double miles);\ndouble to_miles(double km);\n",
+        "src/units.c": '#include "units.h"\ndouble to_km(double miles) { return miles * 1.6; }\n'
+        "double to_miles(double km) { return km / 1.609344; }\n",
+        "tests/miles.c": MILES_CASES,
+    }
+    oldest = dict(sorted(cxx_images.items())[:1])
+    task = validate_and_grade(
+        tmp_path, "swe-stream-test/units-suite", base, fix, docker_client, base_image, oldest,
+        "gcc", gold_only=True,
+    )  # fmt: skip
+    assert task.FAIL_TO_PASS == ["units::converts_to_miles"]
+    assert task.PASS_TO_PASS == ["units", "units::converts_nothing"]

@@ -174,6 +174,9 @@ class Language:
     # package's tests out of the run; validated with three runs (the base as it is, with the
     # test patch, with both patches: ``grading.judge_three``) instead of two
     compiled: bool = False
+    # whether its test command runs every test whatever files it is given (a C/C++ suite):
+    # then the base runs even when none of the PR's test files is there yet
+    runs_whole_suite: bool = False
     # the suffixes of its source files (lower case), for telling a project of this language
     # from another's side project at the same root (``language_of``)
     source_suffixes: tuple[str, ...] = ()

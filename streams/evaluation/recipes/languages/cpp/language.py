@@ -106,6 +106,7 @@ class Cpp(Language):
     # project with Python tools or bindings is C/C++ unless ``detect`` says otherwise
     order = 8
     compiled = True
+    runs_whole_suite = True  # swe-ctest runs every test: the files asked for are the scope
     source_suffixes = SOURCE_SUFFIXES
     runners = {
         RUNNER: LogParser(parse_ctest_console, running_when_killed, report=REPORT),
