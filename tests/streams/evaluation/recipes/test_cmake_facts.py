@@ -75,9 +75,10 @@ def test_a_project_read_across_its_directories_and_includes() -> None:
     assert facts.pkg_modules == ["zlib>=1.2", "libzstd"]  # the prefix (ZLIB) is no module
     assert facts.fetched == [
         FetchedContent("Catch2", "https://github.com/catchorg/Catch2.git",
-                       "fetchcontent_declare", "tests/CMakeLists.txt"),
-        FetchedContent("data.bin", "https://example.org/data.bin", "file", "tests/CMakeLists.txt"),
-    ]  # fmt: skip
+                       "fetchcontent_declare", "tests/CMakeLists.txt", ("SPD_BUILD_TESTS",)),
+        FetchedContent("data.bin", "https://example.org/data.bin", "file", "tests/CMakeLists.txt",
+                       ("SPD_BUILD_TESTS",)),
+    ]  # the option around the subdirectory's add_subdirectory guards its downloads  # fmt: skip
     assert facts.tests == ["spd-smoke", "legacy-name"] and facts.discovered == ["spd-tests"]
     assert facts.testing
 
