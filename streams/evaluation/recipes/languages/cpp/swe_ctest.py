@@ -215,25 +215,26 @@ def _ctest(
     )  # fmt: skip
 
 
-def failed_tests(junit: str) -> list[str]:
-    """The failed tests of a CTest JUnit report."""
+def _failed_cases(junit: str) -> list[ElementTree.Element]:
+    """The failed test cases of a CTest JUnit report (none when it is unreadable)."""
     try:
         suite = ElementTree.parse(junit).getroot()
     except (OSError, ElementTree.ParseError):
         return []
-    return [c.get("name", "") for c in suite.iter("testcase") if c.get("status") == "fail"]
+    return [case for case in suite.iter("testcase") if case.get("status") == "fail"]
+
+
+def failed_tests(junit: str) -> list[str]:
+    """The failed tests of a CTest JUnit report."""
+    return [case.get("name", "") for case in _failed_cases(junit)]
 
 
 def refused_as_root(junit: str) -> list[str]:
     """The failed tests of a CTest JUnit report whose output says they will not run as root."""
-    try:
-        suite = ElementTree.parse(junit).getroot()
-    except (OSError, ElementTree.ParseError):
-        return []
     return [
         case.get("name", "")
-        for case in suite.iter("testcase")
-        if case.get("status") == "fail" and _ROOT_REFUSAL.search(case.findtext("system-out") or "")
+        for case in _failed_cases(junit)
+        if _ROOT_REFUSAL.search(case.findtext("system-out") or "")
     ]
 
 
