@@ -1,6 +1,8 @@
 """Which Debian package holds a file, as ``apt-file`` answers it: each suite's
-``dists/<suite>/main/Contents-amd64.gz`` (every file of every package: ``path  section/pkg,...``)
-read once a day from the archive (``docker.debian_mirror``) into a SQLite file per suite.
+``dists/<suite>/main/Contents-amd64.gz`` and ``Contents-all.gz`` (every file of every package:
+``path  section/pkg,...``; the architecture-independent packages, header-only libraries such
+as doctest's and nlohmann/json's, are in the second list alone) read once a day from the
+archive (``docker.debian_mirror``) into a SQLite file per suite.
 
 Only the files a build looks for are kept (about 300,000 of a suite's 1.6 million lines):
 headers (``usr/include/...``), CMake package files (``<Name>Config.cmake``,
@@ -15,6 +17,7 @@ file and renamed into place, and one thread of a process reads the archive at a 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import logging
 import os
@@ -32,10 +35,10 @@ import httpx
 log = logging.getLogger("swe_stream.debian")
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
-CONTENTS = "dists/{suite}/main/Contents-amd64.gz"
+CONTENTS = ("dists/{suite}/main/Contents-amd64.gz", "dists/{suite}/main/Contents-all.gz")
 MAX_AGE_SECONDS = 86_400.0  # the archive publishes a suite's lists a few times a day
 TIMEOUT_SECONDS = 120.0
-_SCHEMA = 1  # the index's layout: an older file is read again from the archive
+_SCHEMA = 2  # the index's layout (2: with Contents-all): an older file is read again
 _KEPT_NAMES = ("Config.cmake", "-config.cmake", ".pc")
 
 
@@ -139,29 +142,44 @@ class DebianContents:
         return path
 
     def _refresh(self, suite: str, path: Path) -> None:
-        url = f"{self.mirror}/{CONTENTS.format(suite=suite)}"
-        headers = {}
-        if path.exists():  # the archive answers 304 when nothing changed since
-            headers["If-Modified-Since"] = formatdate(path.stat().st_mtime, usegmt=True)
+        urls = [f"{self.mirror}/{contents.format(suite=suite)}" for contents in CONTENTS]
         self.directory.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         with (
             httpx.Client(
                 transport=self._transport, timeout=TIMEOUT_SECONDS, follow_redirects=True
             ) as client,
-            client.stream("GET", url, headers=headers) as response,
+            contextlib.ExitStack() as downloads,
         ):
-            if response.status_code == 304:
-                os.utime(path)
-                return
-            response.raise_for_status()
-            with tempfile.NamedTemporaryFile(dir=self.directory, suffix=".gz") as download:
-                for chunk in response.iter_bytes(1 << 20):
-                    download.write(chunk)
+            if path.exists():  # the archive answers 304 when nothing changed since
+                since = formatdate(path.stat().st_mtime, usegmt=True)
+                if all(_unchanged(client, url, since) for url in urls):
+                    os.utime(path)
+                    return
+            files = []
+            for url in urls:
+                download = downloads.enter_context(
+                    tempfile.NamedTemporaryFile(dir=self.directory, suffix=".gz")
+                )
+                with client.stream("GET", url) as response:
+                    response.raise_for_status()
+                    for chunk in response.iter_bytes(1 << 20):
+                        download.write(chunk)
                 download.flush()
-                count = _write_index(Path(download.name), path)
+                files.append(Path(download.name))
+            count = _write_index(files, path)
         log.info("Debian %s's file list read: %d files kept in %.1f s",
                  suite, count, time.monotonic() - started)  # fmt: skip
+
+
+def _unchanged(client: httpx.Client, url: str, since: str) -> bool:
+    """Whether the archive says the file at ``url`` is unchanged since ``since`` (its body
+    is not read when it has changed)."""
+    with client.stream("GET", url, headers={"If-Modified-Since": since}) as response:
+        if response.status_code == 304:
+            return True
+        response.raise_for_status()
+        return False
 
 
 def _age(path: Path) -> float:
@@ -171,16 +189,17 @@ def _age(path: Path) -> float:
         return float("inf")
 
 
-def _write_index(contents: Path, path: Path) -> int:
-    """Writes the kept lines of the gzip file ``contents`` to a new SQLite file, renamed to
+def _write_index(contents: Sequence[Path], path: Path) -> int:
+    """Writes the kept lines of the gzip files ``contents`` to a new SQLite file, renamed to
     ``path`` once whole; the number of files kept."""
     fd, temporary = tempfile.mkstemp(dir=path.parent, suffix=".sqlite")
     os.close(fd)
     try:
         with sqlite3.connect(temporary) as db:
             db.execute("CREATE TABLE files (name TEXT, path TEXT, packages TEXT)")
-            with gzip.open(contents, "rt", encoding="utf-8", errors="replace") as lines:
-                db.executemany("INSERT INTO files VALUES (?, ?, ?)", contents_lines(lines))
+            for listed in contents:
+                with gzip.open(listed, "rt", encoding="utf-8", errors="replace") as lines:
+                    db.executemany("INSERT INTO files VALUES (?, ?, ?)", contents_lines(lines))
             db.execute("CREATE INDEX files_by_name ON files (name)")
             count = int(db.execute("SELECT count(*) FROM files").fetchone()[0])
         db.close()

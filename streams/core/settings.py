@@ -363,8 +363,9 @@ class DockerSettings(Section):
     )
     debian_mirror: str = Field(
         "http://deb.debian.org/debian",
-        description="the Debian archive whose file lists (Contents-amd64) say which package "
-        "holds a file a build looks for (a header, a CMake or pkg-config package file)",
+        description="the Debian archive whose file lists (Contents-amd64, Contents-all) say "
+        "which package holds a file a build looks for (a header, a CMake or pkg-config package "
+        "file)",
     )
     debian_contents: str = Field(
         "",

@@ -1,7 +1,7 @@
-"""A Debian archive on 127.0.0.1 serving recorded lines of real ``Contents-amd64`` files
-(``tests/data/debian/<suite>-Contents-amd64.txt``, copied from deb.debian.org) gzipped at
-``/debian/dists/<suite>/main/Contents-amd64.gz``, answering ``If-Modified-Since`` with 304 as
-the archive does, and counting what it served."""
+"""A Debian archive on 127.0.0.1 serving recorded lines of real ``Contents-amd64`` and
+``Contents-all`` files (``tests/data/debian/<suite>-Contents-<arch>.txt``, copied from
+deb.debian.org) gzipped at ``/debian/dists/<suite>/main/Contents-<arch>.gz``, answering
+``If-Modified-Since`` with 304 as the archive does, and counting what it served."""
 
 from __future__ import annotations
 
@@ -46,17 +46,10 @@ class DebianArchive:
 
     def answer(self, path: str, since: str | None) -> tuple[int, bytes]:
         parts = path.strip("/").split("/")
-        if (
-            len(parts) != 5
-            or parts[:2] != ["debian", "dists"]
-            or parts[3:]
-            != [
-                "main",
-                "Contents-amd64.gz",
-            ]
-        ):
+        lists = {"Contents-amd64.gz": "Contents-amd64", "Contents-all.gz": "Contents-all"}
+        if len(parts) != 5 or parts[:2] != ["debian", "dists"] or parts[3] != "main":
             return 404, b""
-        recorded = DATA / f"{parts[2]}-Contents-amd64.txt"
+        recorded = DATA / f"{parts[2]}-{lists.get(parts[4], '-')}.txt"
         if not recorded.exists():
             return 404, b""
         if since is not None and parsedate_to_datetime(since).timestamp() >= PUBLISHED:

@@ -1,5 +1,5 @@
-"""Which Debian package holds a file: a suite's Contents-amd64 read from an archive on
-127.0.0.1 serving recorded lines of the real one, kept in a SQLite file, read again once
+"""Which Debian package holds a file: a suite's Contents-amd64 and Contents-all read from an
+archive on 127.0.0.1 serving recorded lines of the real ones, kept in a SQLite file, read again once
 it is older than its age (a 304 keeps it), an old one serving while the archive is down."""
 
 from __future__ import annotations
@@ -18,7 +18,15 @@ def test_the_files_a_build_looks_for_and_their_packages(tmp_path: Path) -> None:
     with debian_archive() as archive:
         contents = DebianContents(archive.mirror, tmp_path)
         found = contents.holders(
-            "bookworm", ["zlib.h", "usr/include/zlib.h", "curl/curl.h", "copyright", "x.h"]
+            "bookworm",
+            [
+                "zlib.h",
+                "usr/include/zlib.h",
+                "curl/curl.h",
+                "copyright",
+                "x.h",
+                "doctest/doctest.h",
+            ],
         )
     assert found["zlib.h"] == [
         Holder("usr/include/Poco/zlib.h", ("libpoco-dev",)),
@@ -32,7 +40,12 @@ def test_the_files_a_build_looks_for_and_their_packages(tmp_path: Path) -> None:
         )
     ]
     assert found["copyright"] == [] and found["x.h"] == []  # documentation is not kept
-    assert archive.served == [("/debian/dists/bookworm/main/Contents-amd64.gz", 200)]
+    # a header-only library is an architecture-independent package: Contents-all's alone
+    assert found["doctest/doctest.h"] == [Holder("usr/include/doctest/doctest.h", ("doctest-dev",))]
+    assert archive.served == [
+        ("/debian/dists/bookworm/main/Contents-amd64.gz", 200),
+        ("/debian/dists/bookworm/main/Contents-all.gz", 200),
+    ]
 
 
 def test_a_list_is_read_again_when_old_and_an_old_one_serves_while_the_archive_is_down(
@@ -44,8 +57,13 @@ def test_a_list_is_read_again_when_old_and_an_old_one_serves_while_the_archive_i
         fresh.holders("bookworm", ["zlib.pc"])  # within a day: not asked again
         stale = DebianContents(archive.mirror, tmp_path, max_age_seconds=0)
         assert stale.holders("bookworm", ["zlib.pc"])["zlib.pc"][0].packages == ("zlib1g-dev",)
-        path = "/debian/dists/bookworm/main/Contents-amd64.gz"
-        assert archive.served == [(path, 200), (path, 304)]
+        lists = [f"/debian/dists/bookworm/main/Contents-{arch}.gz" for arch in ("amd64", "all")]
+        assert archive.served == [
+            (lists[0], 200),
+            (lists[1], 200),
+            (lists[0], 304),
+            (lists[1], 304),
+        ]
         with pytest.raises(ContentsUnavailable, match="sid's file list could not be read"):
             fresh.holders("sid", ["zlib.pc"])  # the archive has no such list: 404
         down = archive.mirror

@@ -70,15 +70,16 @@ def test_a_project_read_across_its_directories_and_includes() -> None:
         FoundPackage("Threads", (), True),
         FoundPackage("Boost", ("filesystem", "system"), True),
         FoundPackage("PkgConfig", (), False, "cmake/deps.cmake"),
-        FoundPackage("Catch2", (), False, "tests/CMakeLists.txt"),
+        FoundPackage("Catch2", (), False, "tests/CMakeLists.txt", ("SPD_BUILD_TESTS",)),
     ]
     assert facts.pkg_modules == ["zlib>=1.2", "libzstd"]  # the prefix (ZLIB) is no module
     assert facts.fetched == [
         FetchedContent("Catch2", "https://github.com/catchorg/Catch2.git",
-                       "fetchcontent_declare", "tests/CMakeLists.txt", ("SPD_BUILD_TESTS",)),
+                       "fetchcontent_declare", "tests/CMakeLists.txt", ("SPD_BUILD_TESTS",),
+                       ("SPD_NO_EXCEPTIONS",)),
         FetchedContent("data.bin", "https://example.org/data.bin", "file", "tests/CMakeLists.txt",
-                       ("SPD_BUILD_TESTS",)),
-    ]  # the option around the subdirectory's add_subdirectory guards its downloads  # fmt: skip
+                       ("SPD_BUILD_TESTS",), ("SPD_NO_EXCEPTIONS",)),
+    ]  # the options around the subdirectory's add_subdirectory guard its downloads  # fmt: skip
     assert facts.tests == ["spd-smoke", "legacy-name"] and facts.discovered == ["spd-tests"]
     assert facts.testing
 

@@ -42,6 +42,7 @@ option('tests', type: 'boolean', value: false)
 option('unit-tests', type: 'feature', value: 'disabled')
 option('docs', type: 'boolean', value: false)
 option('test-timeout', type: 'integer', value: 30)
+option('asan_tests', type: 'boolean', value: false)
 """
 
 
@@ -75,6 +76,21 @@ def test_a_meson_project_read_from_its_build_files() -> None:
     assert language.check_command(recipe.test_command, "meson", "main") == (
         f"{recipe.test_command} --test main"
     )
+
+
+def test_of_a_trees_build_systems_the_one_that_declares_tests_is_read() -> None:
+    # a CMake project for users' builds beside the Meson project its tests are declared in
+    cmake = "cmake_minimum_required(VERSION 3.14)\nproject(nvm C)\nadd_library(nvm src/a.c)\n"
+    files = {"CMakeLists.txt": cmake, "meson.build": MESON, "test/meson.build": MESON_TEST}
+    language = language_named("C")
+    assert language is not None
+    given = tree({**files, "meson_options.txt": OPTIONS, "src/a.c": ""})
+    (recipe, *_), _ = language.infer(given, Inputs("o/r", images={"gcc": IMAGES}))
+    assert recipe.test_runner == "meson"
+    # neither declares tests: CMake's, the first found
+    untested = tree({"CMakeLists.txt": cmake, "meson.build": MESON, "src/a.c": ""})
+    (recipe, *_), _ = language.infer(untested, Inputs("o/r", images={"gcc": IMAGES}))
+    assert recipe.test_runner == "ctest"
 
 
 def test_keyword_arguments_do_not_take_the_next_calls_strings() -> None:

@@ -186,6 +186,33 @@ def test_an_option_that_only_adds_a_download_is_turned_off() -> None:
     assert not any(word.startswith("-DCALC_BUILD_TESTS=OFF") for word in words)
 
 
+def test_an_option_that_finds_the_installed_package_in_place_of_its_download_is_turned_on() -> None:
+    # the download (a fork of the framework) is taken unless the option is on; on, the
+    # package is found installed (Debian's doctest-dev), its targets what the tests link
+    fetched = (
+        'option(CALC_SYSTEM_DOCTEST "use the system doctest" OFF)\n'
+        "if(NOT CALC_SYSTEM_DOCTEST)\n"
+        "  FetchContent_Declare(doctest GIT_REPOSITORY https://example.org/doctest.git)\n"
+        "  FetchContent_MakeAvailable(doctest)\n"
+        "else()\n"
+        "  find_package(doctest REQUIRED)\n"
+        "endif()\n"
+        'option(CALC_OFFLINE "no downloads" OFF)\n'
+        "if(NOT CALC_OFFLINE)\n"
+        "  FetchContent_Declare(data GIT_REPOSITORY https://example.org/data.git)\n"
+        "endif()\n"
+        "add_executable(t t.cpp)\nadd_test(NAME t COMMAND t)\n"
+    )
+    language = language_named("C++")
+    assert language is not None
+    given = cmake_tree(extra={"tests/CMakeLists.txt": fetched})
+    (recipe, *_), _ = language.infer(given, Inputs("o/r", images={"gcc": IMAGES}))
+    words = shlex.split(recipe.install_commands[0])
+    assert "-DCALC_SYSTEM_DOCTEST=ON" in words
+    # an option whose else finds nothing says nothing of what it turns on
+    assert not any(word.startswith("-DCALC_OFFLINE") for word in words)
+
+
 WARNED = """\
 #include <string.h>
 char buffer[4];

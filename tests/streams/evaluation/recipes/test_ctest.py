@@ -90,3 +90,14 @@ def test_a_check_runs_exactly_one_test_whatever_its_name_holds() -> None:
         assert words[0] == "-R"
         pattern = re.compile(words[1])  # CMake's regular expressions read these escapes alike
         assert [n for n in names if pattern.search(n)] == [name]
+
+
+def test_a_check_of_a_case_ctest_runs_whole_runs_its_suite() -> None:
+    argument = check_arguments("unit_tests::parses a flag")
+    words = subprocess.run(
+        ["sh", "-c", f'for w in {argument}; do printf "%s\\n" "$w"; done'],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    pattern = re.compile(words[1])
+    names = ["unit_tests", "unit_tests_2", "unit_tests::parses a flag", "parses a flag"]
+    assert [n for n in names if pattern.search(n)] == ["unit_tests", "unit_tests::parses a flag"]

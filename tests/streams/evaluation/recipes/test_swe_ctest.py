@@ -153,6 +153,63 @@ def test_the_tap_cases_of_a_suite_ctest_runs_whole_are_tests_of_their_own(
     }, ran.stdout
 
 
+CATCH2_TEST = """\
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+TEST_CASE("adds") { REQUIRE(1 + 1 == 2); }
+TEST_CASE("breaks") { REQUIRE(1 + 1 == 3); }
+TEST_CASE("has sections") {
+  SECTION("first") { REQUIRE(true); }
+  SECTION("second") { REQUIRE(false); }
+}
+"""
+DOCTEST_TEST = """\
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+TEST_CASE("sums") { CHECK(2 + 2 == 4); }
+TEST_CASE("differs") { CHECK(2 - 2 == 1); }
+"""
+FRAMEWORKS_LISTS = """\
+cmake_minimum_required(VERSION 3.14)
+project(frameworks CXX)
+enable_testing()
+find_package(Catch2 REQUIRED)
+find_package(doctest REQUIRED)
+add_executable(catch_cases catch_cases.cpp)
+target_link_libraries(catch_cases Catch2::Catch2)
+add_executable(doctest_cases doctest_cases.cpp)
+target_link_libraries(doctest_cases doctest::doctest)
+add_test(NAME catch_whole COMMAND catch_cases)
+add_test(NAME doctest_whole COMMAND doctest_cases)
+add_test(NAME catch_one COMMAND catch_cases adds)
+"""
+
+
+@pytest.mark.skipif(
+    not all(map(shutil.which, ("cmake", "ninja", "ctest"))), reason="needs CMake and Ninja"
+)
+def test_the_cases_of_a_catch2_or_doctest_binary_ctest_runs_whole_are_tests_of_their_own(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "CMakeLists.txt").write_text(FRAMEWORKS_LISTS)
+    (tmp_path / "catch_cases.cpp").write_text(CATCH2_TEST)
+    (tmp_path / "doctest_cases.cpp").write_text(DOCTEST_TEST)
+    configure = ["cmake", "-S", ".", "-B", "build", "-G", "Ninja"]
+    subprocess.run(configure, cwd=tmp_path, check=True, capture_output=True)
+    ran = run(tmp_path, "--report", "report.xml")
+    assert parse_swe_ctest_report((tmp_path / "report.xml").read_bytes()) == {
+        "catch_whole": "failed",
+        "catch_whole::adds": "passed",
+        "catch_whole::breaks": "failed",
+        "catch_whole::has sections/first": "passed",
+        "catch_whole::has sections/second": "failed",
+        "doctest_whole": "failed",
+        "doctest_whole::sums": "passed",
+        "doctest_whole::differs": "failed",
+        "catch_one": "passed",  # one case: CTest's result is the case's
+    }, ran.stdout
+
+
 MUNIT_RUNNER = """\
 #include <stdio.h>
 int main(void) {
@@ -320,3 +377,48 @@ def test_a_test_that_fails_only_beside_another_runs_again_alone(tmp_path: Path) 
         "contender": "passed",
     }
     assert ran.returncode == 0, ran.stdout
+
+
+FRAMEWORKS_MESON = """\
+project('frameworks', 'cpp')
+catch2 = dependency('catch2')
+doctest = dependency('doctest')
+test('catch_whole', executable('catch_cases', 'catch_cases.cpp', dependencies: catch2))
+test('doctest_whole', executable('doctest_cases', 'doctest_cases.cpp', dependencies: doctest))
+"""
+
+
+@pytest.mark.skipif(not all(map(shutil.which, ("meson", "ninja"))), reason="needs Meson and Ninja")
+def test_the_cases_of_a_catch2_or_doctest_binary_meson_runs_are_tests_of_their_own(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "meson.build").write_text(FRAMEWORKS_MESON)
+    (tmp_path / "catch_cases.cpp").write_text(CATCH2_TEST)
+    (tmp_path / "doctest_cases.cpp").write_text(DOCTEST_TEST)
+    subprocess.run(["meson", "setup", "build"], cwd=tmp_path, check=True, capture_output=True)
+    ran = run(tmp_path, "--system", "meson", "--report", "report.xml")
+    statuses = parse_swe_ctest_report((tmp_path / "report.xml").read_bytes())
+    assert statuses == {
+        "catch_whole": "failed",
+        "catch_whole::adds": "passed",
+        "catch_whole::breaks": "failed",
+        "catch_whole::has sections/first": "passed",
+        "catch_whole::has sections/second": "failed",
+        "doctest_whole": "failed",
+        "doctest_whole::sums": "passed",
+        "doctest_whole::differs": "failed",
+    }, ran.stdout
+
+
+def test_a_catch2_or_doctest_summary_of_more_than_one_case_names_its_framework() -> None:
+    framework_of = swe_ctest.framework_of
+    assert framework_of("===\nAll tests passed (12 assertions in 3 test cases)\n") == "catch2"
+    assert framework_of("test cases: 4 | 3 passed | 1 failed\nassertions: 9 | 8 passed\n") == (
+        "catch2"
+    )
+    doctest = "[doctest] test cases:  5 |  5 passed | 0 failed | 0 skipped\n"
+    assert framework_of(f"[NON-XML-CHAR-0x1B][0m{doctest}") == "doctest"
+    # one case (a case CTest discovered, run alone): CTest's result is the case's
+    assert framework_of("All tests passed (1 assertion in 1 test case)\n") is None
+    assert framework_of("[doctest] test cases: 1 | 1 passed | 0 failed | 7 skipped\n") is None
+    assert framework_of("100% tests passed, 0 tests failed out of 3\n") is None

@@ -50,19 +50,22 @@ class FoundPackage:
     components: tuple[str, ...] = ()
     required: bool = False
     listfile: str = ROOT_LISTFILE
+    guards: tuple[str, ...] = ()  # the project's options in the conditions around it
 
 
 @dataclass(frozen=True)
 class FetchedContent:
     """A download at configure time: its name, where from (a git repository or a URL) and the
     command that asks (``fetchcontent_declare``, ``externalproject_add``, ``file``) and the
-    project's options in the conditions around it (``if(FOO_EXTRA_TESTS)``: off, no download)."""
+    project's options in the conditions around it (``if(FOO_EXTRA_TESTS)``: off, no download;
+    ``unless``: those negated, ``if(NOT FOO_SYSTEM_DOCTEST)``: on, no download)."""
 
     name: str
     source: str
     command: str
     listfile: str = ROOT_LISTFILE
     guards: tuple[str, ...] = ()
+    unless: tuple[str, ...] = ()
 
 
 @dataclass
@@ -126,8 +129,10 @@ class _Walk:
             self.conditions.append(words)
         elif name in ("elseif", "else"):
             if self.conditions:
-                # an else() says nothing an option turns on
-                self.conditions[-1] = words if name == "elseif" else []
+                condition = self.conditions[-1]
+                # an else() says nothing an option turns on, but the else of ``NOT X`` is X
+                opposite = condition[1:] if len(condition) == 2 and condition[0] == "NOT" else []
+                self.conditions[-1] = words if name == "elseif" else opposite
         elif name == "endif":
             if self.conditions:
                 self.conditions.pop()
@@ -177,27 +182,32 @@ class _Walk:
             if words[0] not in facts.discovered:
                 facts.discovered.append(words[0])
         elif name == "find_package" and words:
-            facts.packages.append(_found_package(words, path))
+            facts.packages.append(_found_package(words, path, self.options_around()))
         elif name in ("pkg_check_modules", "pkg_search_module") and len(words) > 1:
             modules = [w for w in words[1:] if w not in _PKG_KEYWORDS]
             facts.pkg_modules += [m for m in modules if m not in facts.pkg_modules]
         elif name in ("fetchcontent_declare", "externalproject_add") and words:
             source = _value_after(words, ("GIT_REPOSITORY", "URL", "SVN_REPOSITORY"))
             if source is not None:
-                fetched = FetchedContent(words[0], source, name, path, self.options_around())
+                fetched = FetchedContent(
+                    words[0], source, name, path, self.options_around(), self.options_around(True)
+                )
                 facts.fetched.append(fetched)
         elif name == "file" and len(words) > 2 and words[0] == "DOWNLOAD":
             named = posixpath.basename(words[2])
-            fetched = FetchedContent(named, words[1], name, path, self.options_around())
+            fetched = FetchedContent(
+                named, words[1], name, path, self.options_around(), self.options_around(True)
+            )
             facts.fetched.append(fetched)
 
-    def options_around(self) -> tuple[str, ...]:
-        """The options named (not negated) in the conditions around this command."""
+    def options_around(self, negated_ones: bool = False) -> tuple[str, ...]:
+        """The options named (not negated; or negated ones) in the conditions around this
+        command."""
         found: list[str] = []
         for condition in self.conditions:
             for at, word in enumerate(condition):
                 negated = at > 0 and condition[at - 1] == "NOT"
-                if word in self.facts.options and not negated and word not in found:
+                if word in self.facts.options and negated == negated_ones and word not in found:
                     found.append(word)
         return tuple(found)
 
@@ -238,14 +248,14 @@ def _project_languages(words: list[str]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _found_package(words: list[str], listfile: str) -> FoundPackage:
+def _found_package(words: list[str], listfile: str, guards: tuple[str, ...]) -> FoundPackage:
     components: list[str] = []
     if "COMPONENTS" in words:
         for word in words[words.index("COMPONENTS") + 1 :]:
             if word in _FIND_KEYWORDS:
                 break
             components.append(word)
-    return FoundPackage(words[0], tuple(components), "REQUIRED" in words, listfile)
+    return FoundPackage(words[0], tuple(components), "REQUIRED" in words, listfile, guards)
 
 
 def _value_after(words: list[str], keys: tuple[str, ...]) -> str | None:

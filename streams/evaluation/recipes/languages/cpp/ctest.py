@@ -115,10 +115,14 @@ def running_when_killed(output: str) -> str | None:
 
 
 def check_arguments(test_id: str) -> str:
-    """CTest's arguments that run the one test ``test_id`` (an exact match of its name)."""
-    return "-R " + _quoted_regex(test_id)
+    """CTest's arguments that run the one test ``test_id`` (an exact match of its name); for
+    a case of a suite CTest runs whole (``<ctest name>::<case>``), the suite too, whose
+    report names the case."""
+    suite, separator, _ = test_id.partition(SEPARATOR)
+    return "-R " + _quoted_regex([test_id, suite] if separator and suite else [test_id])
 
 
-def _quoted_regex(name: str) -> str:
-    pattern = "^" + re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\1", name) + "$"
+def _quoted_regex(names: list[str]) -> str:
+    escaped = [re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\1", name) for name in names]
+    pattern = "^" + (escaped[0] if len(escaped) == 1 else "(" + "|".join(escaped) + ")") + "$"
     return "'" + pattern.replace("'", "'\\''") + "'"

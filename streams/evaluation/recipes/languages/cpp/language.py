@@ -194,9 +194,16 @@ class Cpp(Language):
         )
 
     def facts(self, tree: TreeFiles) -> BuildFacts | None:
-        # CMake where a tree has several build systems: the one most projects keep current; a
-        # plain Makefile last (beside another build it is often that build's wrapper)
-        return read_cmake(tree) or read_meson(tree) or read_autotools(tree) or read_makefile(tree)
+        # where a tree has several build systems, the first that declares tests: CMake, the
+        # one most projects keep current, first; a plain Makefile last (beside another build
+        # it is often that build's wrapper). None declares tests: the first found.
+        first: BuildFacts | None = None
+        for read in (read_cmake, read_meson, read_autotools, read_makefile):
+            found = read(tree)
+            if has_tests(found):
+                return found
+            first = first or found
+        return first
 
     def versions(self, facts: Any, inputs: Inputs) -> list[str | None]:
         pinned = self.pinned_versions(inputs)
@@ -283,5 +290,6 @@ class Cpp(Language):
         return (
             "the test's CTest name: Suite.Case for a GoogleTest case CTest discovers, the "
             "add_test name for a whole binary, whose GoogleTest cases are "
-            "<binary>::Suite.Case (calc_test::Calc.Adds)"
+            "<binary>::Suite.Case (calc_test::Calc.Adds), and whose Catch2 or doctest cases "
+            "are <add_test name>::<case> (unit_tests::parses a flag)"
         )

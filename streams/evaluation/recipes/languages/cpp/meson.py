@@ -158,6 +158,14 @@ def _read_call(facts: MesonFacts, call: Call, directory: str, pending: list[str]
         pending.append(posixpath.join(directory, call.strings[0], ROOT_BUILD))
 
 
+# words of a test option that turns on more than the tests (a sanitizer's build of them, a
+# fuzzer, benchmarks, coverage): left off
+MORE_THAN_TESTS = (
+    "asan", "ubsan", "tsan", "msan", "lsan", "sanitiz", "fuzz", "bench", "coverage", "valgrind",
+    "memcheck", "cuda",
+)  # fmt: skip
+
+
 def test_options(text: str) -> dict[str, str]:
     """The options that turn tests on (``option('tests', type: 'boolean', ...)``) and the
     value that does (``true``, or ``enabled`` for a feature)."""
@@ -169,6 +177,8 @@ def test_options(text: str) -> dict[str, str]:
         words = name.lower().replace("-", "_").split("_")
         if not any(word in ("test", "tests", "testing", "unittests") for word in words):
             continue
+        if any(word.startswith(MORE_THAN_TESTS) for word in words):
+            continue  # tests under a sanitizer or a fuzzer: another build, not the suite's
         kind = call.keywords.get("type", "")
         if kind == "boolean":
             chosen[name] = "true"

@@ -134,11 +134,28 @@ def download_options(facts: CMakeFacts, turned_on: Sequence[str]) -> list[str]:
     return found
 
 
+def installed_options(facts: CMakeFacts) -> list[str]:
+    """The options off by default that, turned on, find a package installed in place of its
+    configure-time download (``if(NOT USE_SYSTEM_DOCTEST) FetchContent_Declare(doctest ...)
+    else() find_package(doctest) endif()``): turned on, as the network is closed and the
+    download's own targets are not what the package installed exports."""
+    found: list[str] = []
+    for content in facts.fetched:
+        for option in content.unless:
+            finds = any(
+                package.name.lower() == content.name.lower() and option in package.guards
+                for package in facts.packages
+            )
+            if finds and facts.options.get(option, "OFF").upper() == "OFF" and option not in found:
+                found.append(option)
+    return found
+
+
 def configure_command(facts: CMakeFacts, gcc: str | None = None) -> str:
     """``cmake`` configuring the tree into ``BUILD_DIR``: Ninja (the image's generator), a
     debug build with its tests on (``BUILD_TESTING`` and every option that guards them), and
     configure-time downloads found installed first (GoogleTest from Debian's sources)."""
-    turned_on = options_for_tests(facts)
+    turned_on = options_for_tests(facts) + installed_options(facts)
     options = [
         "-DCMAKE_BUILD_TYPE=Debug",
         "-DBUILD_TESTING=ON",

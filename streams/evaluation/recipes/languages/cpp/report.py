@@ -4,15 +4,17 @@ one ``<swe-ctest>`` document, read into one set of statuses.
 CTest's tests come first, by their CTest names. A GoogleTest binary's cases are added as
 ``<binary>::<Suite.Case>`` where CTest ran the binary whole (one ``add_test`` for all its
 cases); where CTest knows its cases one by one (``gtest_discover_tests``: a CTest test per
-case, named ``Suite.Case``), they are CTest's already and are not added twice.
+case, named ``Suite.Case``), they are CTest's already and are not added twice. A Catch2 or
+doctest binary CTest or Meson ran whole, run again with its JUnit reporter, adds its cases as
+``<test>::<case>`` (``unit_tests::parses a flag``; Catch2's sections ``case/section``).
 """
 
 from __future__ import annotations
 
 from schemas.tasks import TestStatus
-from streams.evaluation.log_parsers.junit import ROOTS, local, record
+from streams.evaluation.log_parsers.junit import ROOTS, case_status, local, record, testcases
 from streams.evaluation.recipes.languages.cpp.ctest import ctest_statuses
-from streams.evaluation.recipes.languages.cpp.gtest import gtest_statuses, split_case_id
+from streams.evaluation.recipes.languages.cpp.gtest import SEPARATOR, gtest_statuses, split_case_id
 from streams.evaluation.recipes.sources.loaders import XmlRefused, parse_xml
 
 __all__ = ["REPORT", "parse_swe_ctest_report"]
@@ -32,6 +34,13 @@ def parse_swe_ctest_report(data: bytes) -> dict[str, TestStatus]:
     for child in root:
         if local(child.tag) in ROOTS:
             statuses.update(ctest_statuses(child))
+    for holder in root:
+        test = holder.get("test")
+        if local(holder.tag) == "cases" and test:
+            for report in holder:
+                for case in testcases(report):
+                    if case.get("name"):
+                        record(statuses, f"{test}{SEPARATOR}{case.get('name')}", case_status(case))
     cases: dict[str, dict[str, TestStatus]] = {}
     for holder in root:
         binary = holder.get("binary")

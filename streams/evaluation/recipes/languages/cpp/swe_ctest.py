@@ -20,8 +20,12 @@ test command, in the source tree, after a patch may have changed any source. Usa
    named by its path from the tree's root; a test whose program did not build has none); a
    plain Makefile's ``--target`` run whole (one case, its output the suite's lines). The
    FILE arguments, the tests a run was asked for, are the same scope: every test is run.
-3. ``--report FILE``: one XML document, ``<swe-ctest>`` holding that JUnit report and each
-   GoogleTest report (``<gtest binary="name">``), for the engine's report parser.
+   A test whose output is the summary of a Catch2 or doctest binary that ran more than one
+   case (CTest or Meson runs it whole) runs again, alone, with its framework's JUnit reporter
+   (Catch2's ``-r junit -o``, doctest's ``--reporters=junit --out=``): its cases' results.
+3. ``--report FILE``: one XML document, ``<swe-ctest>`` holding that JUnit report, each
+   GoogleTest report (``<gtest binary="name">``) and each Catch2 or doctest report
+   (``<cases test="name">``), for the engine's report parser.
 
 The output is the tools' own (stderr with stdout); the exit status is the worst of both.
 Not imported by swe-stream itself: it runs in the container, with the standard library only.
@@ -38,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Callable
 
 MARK = "swe-ctest:"
 _FAILED = re.compile(r"^FAILED: (?:\[code=\d+\] )?(\S+)")
@@ -46,6 +51,21 @@ _MAKE_FAILED = re.compile(r"^make(?:\[\d+\])?: \*\*\* \[(?:[^\]:]+:\d+: )?([^\]]
 # a dry run's link step of an executable (Ninja's description of CMake's and Meson's rules)
 _LINKING = re.compile(r"Linking (?:C |CXX )?(?:executable|target) (\S+)")
 GTEST_REPORTS = "gtest-reports"
+CASE_REPORTS = "case-reports"
+# the summary a Catch2 (v2, v3) or doctest binary ends with, and how many cases it ran: one
+# CTest or Meson runs whole runs again with its framework's JUnit reporter, so that its cases
+# are known one by one (a test CTest discovered is one case already)
+_CATCH2_SUMMARY = re.compile(
+    r"^(?:All tests passed \(\d+ assertions? in (?P<passed>\d+) test cases?\)"
+    r"|test cases:\s+(?P<ran>\d+) \|)",
+    re.MULTILINE,
+)
+_DOCTEST_SUMMARY = re.compile(r"^\[doctest\] test cases:\s+(?P<ran>\d+) \|", re.MULTILINE)
+_TERMINAL_COLOUR = re.compile(r"(?:\x1b|\[NON-XML-CHAR-0x1B\])\[[0-9;]*m")
+REPORTER_ARGUMENTS = {
+    "catch2": ("-r", "junit", "-o", "{report}"),
+    "doctest": ("--reporters=junit", "--out={report}"),
+}
 # a suite that will not run as root says so (the words of failures.py's cause, which this
 # script, run in the container with the standard library alone, cannot import): it runs
 # again as Debian's ``nobody``, owning the build tree
@@ -105,13 +125,8 @@ def excluded_test_programs(directory: str) -> list[str]:
     not built by the default target, and an up-to-date one costs nothing to name. CTest
     names no program for a test whose program is not built: then every executable not
     built yet is named."""
-    shown = subprocess.run(
-        ["ctest", "--test-dir", directory, "--show-only=json-v1"],
-        capture_output=True, text=True, errors="replace",
-    )  # fmt: skip
-    try:
-        tests = json.loads(shown.stdout).get("tests", []) if shown.returncode == 0 else []
-    except ValueError:
+    tests = _ctest_shown(directory)
+    if not tests:
         return []
     listed = subprocess.run(
         ["ninja", "-C", directory, "-t", "targets", "all"],
@@ -132,6 +147,122 @@ def excluded_test_programs(directory: str) -> list[str]:
                 if "_EXECUTABLE_LINKER__" in rule and not os.path.exists(os.path.join(root, path))
             ]
     return list(dict.fromkeys(wanted))
+
+
+def _ctest_shown(directory: str) -> list[dict]:
+    """CTest's tests, as ``ctest --show-only=json-v1`` says them (none when it cannot)."""
+    shown = subprocess.run(
+        ["ctest", "--test-dir", directory, "--show-only=json-v1"],
+        capture_output=True, text=True, errors="replace",
+    )  # fmt: skip
+    try:
+        tests = json.loads(shown.stdout).get("tests", []) if shown.returncode == 0 else []
+    except (ValueError, AttributeError):
+        return []
+    return [test for test in tests if isinstance(test, dict)]
+
+
+# a test's command: its arguments, its working directory, the environment it adds
+Command = tuple[list[str], str, dict[str, str]]
+
+
+def ctest_commands(directory: str) -> dict[str, Command]:
+    """The command of each CTest test, by its name."""
+    commands: dict[str, Command] = {}
+    for test in _ctest_shown(directory):
+        properties = {p.get("name"): p.get("value") for p in test.get("properties", [])}
+        added = properties.get("ENVIRONMENT") or []
+        if test.get("command") and test.get("name"):
+            commands[test["name"]] = (
+                [str(word) for word in test["command"]],
+                str(properties.get("WORKING_DIRECTORY") or os.path.abspath(directory)),
+                dict(str(entry).split("=", 1) for entry in added if "=" in str(entry)),
+            )
+    return commands
+
+
+def meson_commands(directory: str) -> dict[str, Command]:
+    """The command of each Meson test, by its name (``meson introspect --tests``)."""
+    shown = subprocess.run(
+        ["meson", "introspect", directory, "--tests"],
+        capture_output=True, text=True, errors="replace",
+    )  # fmt: skip
+    try:
+        tests = json.loads(shown.stdout) if shown.returncode == 0 else []
+    except ValueError:
+        return {}
+    return {
+        str(test["name"]): (
+            [str(word) for word in test["cmd"]],
+            str(test.get("workdir") or os.path.abspath(directory)),
+            {str(k): str(v) for k, v in (test.get("env") or {}).items()},
+        )
+        for test in tests
+        if isinstance(test, dict) and test.get("name") and test.get("cmd")
+    }
+
+
+def framework_of(output: str) -> str | None:
+    """The framework (``catch2``, ``doctest``) of a binary whose output says it ran more than
+    one case (None: another's, or one case)."""
+    plain = _TERMINAL_COLOUR.sub("", output)
+    doctest = [int(found.group("ran")) for found in _DOCTEST_SUMMARY.finditer(plain)]
+    catch2 = [
+        int(found.group("passed") or found.group("ran"))
+        for found in _CATCH2_SUMMARY.finditer(plain)
+    ]
+    for framework, counts in (("doctest", doctest), ("catch2", catch2)):
+        if counts:
+            return framework if max(counts) > 1 else None
+    return None
+
+
+def run_cases_again(
+    directory: str,
+    outputs: dict[str, str],
+    commands: Callable[[str], dict[str, Command]],
+    timeout: float,
+) -> None:
+    """Run each test whose output is a Catch2 or doctest binary's again with its framework's
+    JUnit reporter; each report is kept as ``<cases test="name">`` in the build tree."""
+    reports = os.path.join(os.path.abspath(directory), CASE_REPORTS)
+    shutil.rmtree(reports, ignore_errors=True)  # an earlier run's reports are not this one's
+    whole = {name: found for name, text in outputs.items() if (found := framework_of(text))}
+    known = commands(directory) if whole else {}
+    for index, (name, framework) in enumerate(sorted(whole.items())):
+        if name not in known:
+            continue
+        os.makedirs(reports, exist_ok=True)
+        written = os.path.join(reports, f"{index}.junit")
+        arguments, cwd, added = known[name]
+        again = [*arguments, *(a.format(report=written) for a in REPORTER_ARGUMENTS[framework])]
+        say(f"{MARK} {name} runs {framework}'s cases whole, run again for each one's result")
+        try:
+            subprocess.run(
+                again, cwd=cwd, env={**os.environ, **added}, timeout=timeout,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            report = ElementTree.parse(written).getroot()
+        except (OSError, subprocess.SubprocessError, ElementTree.ParseError) as error:
+            say(f"{MARK} no report of {name}'s cases: {error}")
+            continue
+        holder = ElementTree.Element("cases", test=name)
+        holder.append(report)
+        ElementTree.ElementTree(holder).write(os.path.join(reports, f"{index}.xml"))
+        os.remove(written)
+
+
+def _junit_outputs(junit: str) -> dict[str, str]:
+    """Each test's output in a CTest JUnit report, of the tests that ran."""
+    try:
+        suite = ElementTree.parse(junit).getroot()
+    except (OSError, ElementTree.ParseError):
+        return {}
+    return {
+        case.get("name", ""): case.findtext("system-out") or ""
+        for case in suite.iter("testcase")
+        if case.get("status") in ("run", "fail")
+    }
 
 
 def gtest_directory(directory: str) -> str:
@@ -157,6 +288,7 @@ def run_tests(directory: str, junit: str, jobs: int, timeout: float, regex: str 
         say(f"{MARK} refused to run as root, run again as uid {UNPRIVILEGED}: {' '.join(refused)}")
         again = _run_again(directory, junit, refused, timeout, environment, UNPRIVILEGED)
         status = status if again is None else again
+    run_cases_again(directory, _junit_outputs(junit), ctest_commands, timeout)
     return status
 
 
@@ -300,6 +432,7 @@ def run_meson_tests(directory: str, junit: str, jobs: int, timeout: float, names
     if os.path.exists(log):
         with open(log, encoding="utf-8", errors="replace") as written:
             lines = written.readlines()
+    outputs: dict[str, str] = {}
     for line in lines:
         try:
             entry = json.loads(line)
@@ -308,8 +441,12 @@ def run_meson_tests(directory: str, junit: str, jobs: int, timeout: float, names
         program = (entry.get("cmd") or [""])[0]
         if program and os.path.isabs(program) and not os.path.exists(program):
             continue  # its executable did not build: no result
-        _junit_case(suite, str(entry.get("name", "")), str(entry.get("result", "")))
+        name, result = str(entry.get("name", "")), str(entry.get("result", ""))
+        _junit_case(suite, name, result)
+        if result.upper() not in _SKIPPED:
+            outputs[name] = str(entry.get("stdout") or "")
     ElementTree.ElementTree(suite).write(junit, encoding="utf-8", xml_declaration=True)
+    run_cases_again(directory, outputs, meson_commands, timeout)
     return status
 
 
@@ -403,6 +540,10 @@ def write_report(path: str, junit: str, directory: str) -> None:
             root.append(ElementTree.parse(junit).getroot())
         except ElementTree.ParseError as error:
             say(f"{MARK} unreadable CTest report: {error}")
+    cases = os.path.join(os.path.abspath(directory), CASE_REPORTS)
+    for name in sorted(os.listdir(cases)) if os.path.isdir(cases) else []:
+        if name.endswith(".xml"):
+            root.append(ElementTree.parse(os.path.join(cases, name)).getroot())
     reports = gtest_directory(directory)
     for name in sorted(os.listdir(reports)) if os.path.isdir(reports) else []:
         if not name.endswith(".xml"):
