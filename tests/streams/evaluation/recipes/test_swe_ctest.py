@@ -182,6 +182,9 @@ target_link_libraries(doctest_cases doctest::doctest)
 add_test(NAME catch_whole COMMAND catch_cases)
 add_test(NAME doctest_whole COMMAND doctest_cases)
 add_test(NAME catch_one COMMAND catch_cases adds)
+# a command CTest runs before the tests, printing before what CTest says
+file(WRITE "${CMAKE_BINARY_DIR}/CTestCustom.cmake"
+     "set(CTEST_CUSTOM_PRE_TEST \\"${CMAKE_COMMAND} -E echo {informational}\\")\n")
 """
 
 

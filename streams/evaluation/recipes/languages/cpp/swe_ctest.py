@@ -155,11 +155,15 @@ def _ctest_shown(directory: str) -> list[dict]:
         ["ctest", "--test-dir", directory, "--show-only=json-v1"],
         capture_output=True, text=True, errors="replace",
     )  # fmt: skip
-    try:
-        tests = json.loads(shown.stdout).get("tests", []) if shown.returncode == 0 else []
-    except (ValueError, AttributeError):
-        return []
-    return [test for test in tests if isinstance(test, dict)]
+    # a project's pre-test command (``CTEST_CUSTOM_PRE_TEST``) prints before the document
+    for start in re.finditer(r"^\{", shown.stdout, re.MULTILINE):
+        try:
+            document, _ = json.JSONDecoder().raw_decode(shown.stdout, start.start())
+        except ValueError:
+            continue
+        tests = document.get("tests", []) if isinstance(document, dict) else []
+        return [test for test in tests if isinstance(test, dict)]
+    return []
 
 
 # a test's command: its arguments, its working directory, the environment it adds
