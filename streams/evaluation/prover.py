@@ -345,6 +345,8 @@ class Prover:
             ]
         runs = [*bases, *befores, *afters]
         if compiled:
+            if language is not None:
+                changed = language.changed_ids(changed, {t for run in runs for t in run.statuses})
             three = judge_three(bases, befores, afters, changed)
             verdict = Verdict(three.test_only, three.fixed, three.flaky)
             base_statuses: dict[str, TestStatus] | None = three.base

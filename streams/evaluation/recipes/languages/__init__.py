@@ -23,7 +23,7 @@ import importlib
 import logging
 import pkgutil
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib.metadata import entry_points
@@ -274,6 +274,11 @@ class Language:
         """The ids of the test functions ``test_patch`` adds or changes, for a compiled
         language's three runs (none by default)."""
         return []
+
+    def changed_ids(self, changed: Sequence[str], ids: Iterable[str]) -> list[str]:
+        """The ids, of those the runs gave (``ids``), that name the tests ``tests_changed``
+        found (``changed``): the same names unless a language's runs qualify them."""
+        return list(changed)
 
     def test_line_ranges(self, path: str, text: str) -> list[tuple[int, int]] | None:
         """The line ranges of tests inside a source file of this language (None: its tests

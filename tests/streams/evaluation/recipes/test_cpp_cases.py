@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from schemas.tasks import fails_without_fix
+from streams.evaluation.recipes.languages import language_named
 from streams.evaluation.recipes.languages.cpp.tests_in_source import FoundCase, find_cases
 
 pytestmark = pytest.mark.unit
@@ -64,3 +66,22 @@ def test_catch2_and_doctest_cases_by_their_names() -> None:
 )
 def test_a_malformed_source_gives_what_could_be_read(source: str) -> None:
     assert find_cases(source) == []
+
+
+def test_a_changed_case_of_a_binary_run_whole_is_named_as_the_runs_name_it() -> None:
+    language = language_named("C++")
+    assert language is not None
+    ids = {
+        "options", "options::Basic options", "options::Other", "calc_test::Calc.Adds",
+        "unit::Parses/with a flag", "Calc.Adds", "unit::Parses nothing",
+    }  # fmt: skip
+    changed = language.changed_ids(["Basic options", "Calc.Adds", "Parses"], ids)
+    assert changed == [
+        "Basic options", "Calc.Adds", "Parses", "calc_test::Calc.Adds", "options::Basic options",
+        "unit::Parses/with a flag",
+    ]  # fmt: skip
+    # the test patch's binary did not compile without the fix: the old case it changed fails
+    # without the fix, its other old cases say nothing of it
+    base = {"options": "passed", "options::Basic options": "passed", "options::Other": "passed"}
+    assert fails_without_fix("options::Basic options", base, {}, changed)
+    assert not fails_without_fix("options::Other", base, {}, changed)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from streams.evaluation.log_parsers.base import LogParser, ReportFile
@@ -41,7 +41,7 @@ from streams.evaluation.recipes.languages.cpp.debian import (
     wanted_of_cmake,
     wanted_of_meson,
 )
-from streams.evaluation.recipes.languages.cpp.gtest import split_case_id
+from streams.evaluation.recipes.languages.cpp.gtest import SEPARATOR, split_case_id
 from streams.evaluation.recipes.languages.cpp.makefile import (
     MAKEFILES,
     MakefileFacts,
@@ -259,6 +259,17 @@ class Cpp(Language):
 
     def tests_changed(self, tree: TreeFiles, test_patch: str) -> list[str]:
         return changed_cases(tree, test_patch)
+
+    def changed_ids(self, changed: Sequence[str], ids: Iterable[str]) -> list[str]:
+        # a case of a binary CTest runs whole is ``<binary>::<case>`` in the runs (Catch2's
+        # sections ``<binary>::<case>/<section>``), which the tree alone cannot name
+        names = set(changed)
+        found = set(changed)
+        for test in ids:
+            _, separator, case = test.partition(SEPARATOR)
+            if separator and (case in names or case.split("/", 1)[0] in names):
+                found.add(test)
+        return sorted(found)
 
     def test_line_ranges(self, path: str, text: str) -> list[tuple[int, int]] | None:
         if not path.lower().endswith(SOURCE_SUFFIXES):
