@@ -100,3 +100,13 @@ def test_a_directory_added_twice_or_in_a_loop_is_read_once() -> None:
     facts = read_cmake(tree(files))
     assert facts is not None and facts.listfiles == ["CMakeLists.txt", "a/CMakeLists.txt"]
     assert facts.tests == ["t"]
+
+
+def test_an_option_read_through_its_value_guards_the_tests_as_one_named() -> None:
+    lists = (
+        "project(t CXX)\n"
+        'option(T_BUILD_TESTS "the tests" OFF)\n'
+        "if(${T_BUILD_TESTS} OR ${T_OTHER})\n  add_subdirectory(tests)\nendif()\n"
+    )
+    facts = read_cmake(tree({"CMakeLists.txt": lists, "tests/CMakeLists.txt": "add_test(a b)\n"}))
+    assert facts is not None and facts.test_options == ["T_BUILD_TESTS"]

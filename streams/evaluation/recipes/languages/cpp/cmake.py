@@ -205,7 +205,11 @@ class _Walk:
         command."""
         found: list[str] = []
         for condition in self.conditions:
-            for at, word in enumerate(condition):
+            for at, written in enumerate(condition):
+                # ``if(${FOO_TESTS})`` reads the option's value as ``if(FOO_TESTS)`` does
+                word = (
+                    written[2:-1] if written.startswith("${") and written.endswith("}") else written
+                )
                 negated = at > 0 and condition[at - 1] == "NOT"
                 if word in self.facts.options and negated == negated_ones and word not in found:
                     found.append(word)
