@@ -213,6 +213,22 @@ def test_an_option_that_finds_the_installed_package_in_place_of_its_download_is_
     assert not any(word.startswith("-DCALC_OFFLINE") for word in words)
 
 
+def test_a_vendored_catch2_older_than_glibcs_signal_stack_change_compiles_without_it() -> None:
+    language = language_named("C++")
+    assert language is not None
+
+    def cxx_flags(version: str) -> str:
+        header = f"/*\n *  Catch v{version}\n */\nconstexpr int size = MINSIGSTKSZ;\n"
+        given = cmake_tree(extra={"tests/catch.hpp": header})
+        (recipe, *_), _ = language.infer(given, Inputs("o/r", images={"gcc": IMAGES}))
+        words = shlex.split(recipe.install_commands[0])
+        return next(w for w in words if w.startswith("-DCMAKE_CXX_FLAGS="))
+
+    assert "-DCATCH_CONFIG_NO_POSIX_SIGNALS" in cxx_flags("2.8.0").split()
+    assert "-Wno-error=class-memaccess" in cxx_flags("2.8.0").split()
+    assert "-DCATCH_CONFIG_NO_POSIX_SIGNALS" not in cxx_flags("2.13.10")
+
+
 WARNED = """\
 #include <string.h>
 char buffer[4];

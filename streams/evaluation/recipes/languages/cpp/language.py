@@ -65,6 +65,7 @@ from streams.evaluation.recipes.languages.cpp.recipe import (
 from streams.evaluation.recipes.languages.cpp.report import REPORT, parse_swe_ctest_report
 from streams.evaluation.recipes.languages.cpp.tests_in_source import find_cases
 from streams.evaluation.recipes.languages.cpp.toolchain import CXX_IMAGES, SUITE_OF_GCC
+from streams.evaluation.recipes.languages.cpp.vendored import compatibility_defines
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 
 NO_GCC = "no_cmake_for_cmake_minimum"  # the project asks for a CMake no image has
@@ -230,7 +231,7 @@ class Cpp(Language):
             return autotools_recipe(facts, version, images, packages, notes)
         wanted = wanted_of_cmake(facts, tree, host_cmake_module)
         packages, notes = debian_packages(wanted, suite, inputs.system_files)
-        return cmake_recipe(facts, version, images, packages, notes)
+        return cmake_recipe(facts, version, images, packages, notes, compatibility_defines(tree))
 
     def no_recipe(self, facts: Any, inputs: Inputs) -> tuple[str, str]:
         built = inputs.images_of(self.toolchain)

@@ -151,7 +151,9 @@ def installed_options(facts: CMakeFacts) -> list[str]:
     return found
 
 
-def configure_command(facts: CMakeFacts, gcc: str | None = None) -> str:
+def configure_command(
+    facts: CMakeFacts, gcc: str | None = None, defines: Sequence[str] = ()
+) -> str:
     """``cmake`` configuring the tree into ``BUILD_DIR``: Ninja (the image's generator), a
     debug build with its tests on (``BUILD_TESTING`` and every option that guards them), and
     configure-time downloads found installed first (GoogleTest from Debian's sources)."""
@@ -163,7 +165,8 @@ def configure_command(facts: CMakeFacts, gcc: str | None = None) -> str:
         *(f"-D{option}=OFF" for option in download_options(facts, turned_on)),
         "-DFETCHCONTENT_TRY_FIND_PACKAGE_MODE=ALWAYS",
         f"-DCMAKE_C_FLAGS={warning_flags(NEWER_GCC_WARNINGS)}",
-        f"-DCMAKE_CXX_FLAGS={warning_flags(NEWER_GCC_WARNINGS + NEWER_GXX_WARNINGS, gcc)}",
+        "-DCMAKE_CXX_FLAGS="
+        + " ".join([warning_flags(NEWER_GCC_WARNINGS + NEWER_GXX_WARNINGS, gcc), *defines]),
     ]
     for content in facts.fetched:
         if "googletest" in content.source.lower() and "${" not in content.name:
@@ -226,14 +229,16 @@ def cmake_recipe(
     images: Mapping[str, str],
     packages: Sequence[str] = (),
     package_notes: Sequence[str] = (),
+    defines: Sequence[str] = (),
 ) -> InstallRecipe:
     """The recipe of a CMake project on the image of gcc ``version``, installing the Debian
-    ``packages`` its build finds (``debian``; ``package_notes``: what was not found)."""
+    ``packages`` its build finds (``debian``; ``package_notes``: what was not found; ``defines``:
+    what a framework it vendors needs to compile here, ``vendored``)."""
     notes = [*facts.problems[:5], *package_notes]
     downloads = [content.name for content in facts.fetched]
     if downloads:
         notes.append(f"downloads at configure time: {', '.join(downloads[:10])}")
-    install = (configure_command(facts, version), build_command())
+    install = (configure_command(facts, version, defines), build_command())
     return _gcc_recipe(
         language_of_project(facts), ROOT_LISTFILE, install, "cmake", RUNNER, version, images,
         packages, notes,
