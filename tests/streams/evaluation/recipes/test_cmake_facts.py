@@ -70,7 +70,14 @@ def test_a_project_read_across_its_directories_and_includes() -> None:
         FoundPackage("Threads", (), True),
         FoundPackage("Boost", ("filesystem", "system"), True),
         FoundPackage("PkgConfig", (), False, "cmake/deps.cmake"),
-        FoundPackage("Catch2", (), False, "tests/CMakeLists.txt", ("SPD_BUILD_TESTS",)),
+        FoundPackage(
+            "Catch2",
+            (),
+            False,
+            "tests/CMakeLists.txt",
+            ("SPD_BUILD_TESTS",),
+            ("SPD_NO_EXCEPTIONS",),
+        ),
     ]
     assert facts.pkg_modules == ["zlib>=1.2", "libzstd"]  # the prefix (ZLIB) is no module
     assert facts.fetched == [

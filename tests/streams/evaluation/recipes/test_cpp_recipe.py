@@ -213,6 +213,26 @@ def test_an_option_that_finds_the_installed_package_in_place_of_its_download_is_
     assert not any(word.startswith("-DCALC_OFFLINE") for word in words)
 
 
+def test_an_option_whose_off_branch_finds_the_test_framework_installed_is_turned_off() -> None:
+    # on by default, the project builds its own copy of GoogleTest (a download); off, it
+    # finds the one Debian installs
+    bundled = (
+        'option(CALC_USE_BUNDLED_GTEST "the bundled GoogleTest" ON)\n'
+        'option(CALC_FAST "a faster build" ON)\n'
+        "if(CALC_USE_BUNDLED_GTEST)\n  include(cmake/GoogleTest.cmake)\n"
+        "else()\n  find_package(GTest CONFIG REQUIRED)\nendif()\n"
+        "if(CALC_FAST)\n  add_definitions(-DFAST)\nelse()\n  find_package(ZLIB)\nendif()\n"
+        "add_executable(t t.cpp)\nadd_test(NAME t COMMAND t)\n"
+    )
+    language = language_named("C++")
+    assert language is not None
+    given = cmake_tree(extra={"tests/CMakeLists.txt": bundled})
+    (recipe, *_), _ = language.infer(given, Inputs("o/r", images={"gcc": IMAGES}))
+    words = shlex.split(recipe.install_commands[0])
+    assert "-DCALC_USE_BUNDLED_GTEST=OFF" in words
+    assert not any(word.startswith("-DCALC_FAST") for word in words)  # not a test framework
+
+
 def test_a_vendored_catch2_older_than_glibcs_signal_stack_change_compiles_without_it() -> None:
     language = language_named("C++")
     assert language is not None

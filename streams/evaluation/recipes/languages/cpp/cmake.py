@@ -51,6 +51,7 @@ class FoundPackage:
     required: bool = False
     listfile: str = ROOT_LISTFILE
     guards: tuple[str, ...] = ()  # the project's options in the conditions around it
+    unless: tuple[str, ...] = ()  # those negated (``else()`` of ``if(FOO_BUNDLED_GTEST)``)
 
 
 @dataclass(frozen=True)
@@ -130,8 +131,11 @@ class _Walk:
         elif name in ("elseif", "else"):
             if self.conditions:
                 condition = self.conditions[-1]
-                # an else() says nothing an option turns on, but the else of ``NOT X`` is X
-                opposite = condition[1:] if len(condition) == 2 and condition[0] == "NOT" else []
+                # the else of ``NOT X`` is X, the else of X is ``NOT X``; of more, nothing
+                opposite = (
+                    condition[1:] if len(condition) == 2 and condition[0] == "NOT"
+                    else ["NOT", *condition] if len(condition) == 1 else []
+                )  # fmt: skip
                 self.conditions[-1] = words if name == "elseif" else opposite
         elif name == "endif":
             if self.conditions:
@@ -182,7 +186,8 @@ class _Walk:
             if words[0] not in facts.discovered:
                 facts.discovered.append(words[0])
         elif name == "find_package" and words:
-            facts.packages.append(_found_package(words, path, self.options_around()))
+            around = (self.options_around(), self.options_around(True))
+            facts.packages.append(_found_package(words, path, *around))
         elif name in ("pkg_check_modules", "pkg_search_module") and len(words) > 1:
             modules = [w for w in words[1:] if w not in _PKG_KEYWORDS]
             facts.pkg_modules += [m for m in modules if m not in facts.pkg_modules]
@@ -252,14 +257,16 @@ def _project_languages(words: list[str]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _found_package(words: list[str], listfile: str, guards: tuple[str, ...]) -> FoundPackage:
+def _found_package(
+    words: list[str], listfile: str, guards: tuple[str, ...], unless: tuple[str, ...]
+) -> FoundPackage:
     components: list[str] = []
     if "COMPONENTS" in words:
         for word in words[words.index("COMPONENTS") + 1 :]:
             if word in _FIND_KEYWORDS:
                 break
             components.append(word)
-    return FoundPackage(words[0], tuple(components), "REQUIRED" in words, listfile, guards)
+    return FoundPackage(words[0], tuple(components), "REQUIRED" in words, listfile, guards, unless)
 
 
 def _value_after(words: list[str], keys: tuple[str, ...]) -> str | None:

@@ -151,6 +151,21 @@ def installed_options(facts: CMakeFacts) -> list[str]:
     return found
 
 
+def bundled_options(facts: CMakeFacts, turned_on: Sequence[str]) -> list[str]:
+    """The options on by default that, turned off, find a test framework installed
+    (``if(FOO_USE_BUNDLED_GTEST) <its own download> else() find_package(GTest) endif()``):
+    turned off, as Debian installs the framework and the network is closed."""
+    found: list[str] = []
+    for package in facts.packages:
+        if not any(framework in package.name.lower() for framework in TEST_FRAMEWORKS):
+            continue
+        for option in package.unless:
+            default = facts.options.get(option, "OFF").upper()
+            if default == "ON" and option not in turned_on and option not in found:
+                found.append(option)
+    return found
+
+
 def configure_command(
     facts: CMakeFacts, gcc: str | None = None, defines: Sequence[str] = ()
 ) -> str:
@@ -163,6 +178,7 @@ def configure_command(
         "-DBUILD_TESTING=ON",
         *(f"-D{option}=ON" for option in turned_on),
         *(f"-D{option}=OFF" for option in download_options(facts, turned_on)),
+        *(f"-D{option}=OFF" for option in bundled_options(facts, turned_on)),
         "-DFETCHCONTENT_TRY_FIND_PACKAGE_MODE=ALWAYS",
         f"-DCMAKE_C_FLAGS={warning_flags(NEWER_GCC_WARNINGS)}",
         "-DCMAKE_CXX_FLAGS="
