@@ -186,6 +186,16 @@ def test_an_option_that_only_adds_a_download_is_turned_off() -> None:
     assert not any(word.startswith("-DCALC_BUILD_TESTS=OFF") for word in words)
 
 
+def configure_words(tests_listfile: str) -> list[str]:
+    """The words of the configure command of the project ``cmake_tree`` makes, with
+    ``tests_listfile`` as its tests' listfile."""
+    language = language_named("C++")
+    assert language is not None
+    given = cmake_tree(extra={"tests/CMakeLists.txt": tests_listfile})
+    (recipe, *_), _ = language.infer(given, Inputs("o/r", images={"gcc": IMAGES}))
+    return shlex.split(recipe.install_commands[0])
+
+
 def test_an_option_that_finds_the_installed_package_in_place_of_its_download_is_turned_on() -> None:
     # the download (a fork of the framework) is taken unless the option is on; on, the
     # package is found installed (Debian's doctest-dev), its targets what the tests link
@@ -203,11 +213,7 @@ def test_an_option_that_finds_the_installed_package_in_place_of_its_download_is_
         "endif()\n"
         "add_executable(t t.cpp)\nadd_test(NAME t COMMAND t)\n"
     )
-    language = language_named("C++")
-    assert language is not None
-    given = cmake_tree(extra={"tests/CMakeLists.txt": fetched})
-    (recipe, *_), _ = language.infer(given, Inputs("o/r", images={"gcc": IMAGES}))
-    words = shlex.split(recipe.install_commands[0])
+    words = configure_words(fetched)
     assert "-DCALC_SYSTEM_DOCTEST=ON" in words
     # an option whose else finds nothing says nothing of what it turns on
     assert not any(word.startswith("-DCALC_OFFLINE") for word in words)
@@ -224,11 +230,7 @@ def test_an_option_whose_off_branch_finds_the_test_framework_installed_is_turned
         "if(CALC_FAST)\n  add_definitions(-DFAST)\nelse()\n  find_package(ZLIB)\nendif()\n"
         "add_executable(t t.cpp)\nadd_test(NAME t COMMAND t)\n"
     )
-    language = language_named("C++")
-    assert language is not None
-    given = cmake_tree(extra={"tests/CMakeLists.txt": bundled})
-    (recipe, *_), _ = language.infer(given, Inputs("o/r", images={"gcc": IMAGES}))
-    words = shlex.split(recipe.install_commands[0])
+    words = configure_words(bundled)
     assert "-DCALC_USE_BUNDLED_GTEST=OFF" in words
     assert not any(word.startswith("-DCALC_FAST") for word in words)  # not a test framework
 

@@ -169,6 +169,17 @@ DOCTEST_TEST = """\
 TEST_CASE("sums") { CHECK(2 + 2 == 4); }
 TEST_CASE("differs") { CHECK(2 - 2 == 1); }
 """
+# the statuses of those two binaries run whole, and of each of their cases
+FRAMEWORK_CASES = {
+    "catch_whole": "failed",
+    "catch_whole::adds": "passed",
+    "catch_whole::breaks": "failed",
+    "catch_whole::has sections/first": "passed",
+    "catch_whole::has sections/second": "failed",
+    "doctest_whole": "failed",
+    "doctest_whole::sums": "passed",
+    "doctest_whole::differs": "failed",
+}
 FRAMEWORKS_LISTS = """\
 cmake_minimum_required(VERSION 3.14)
 project(frameworks CXX)
@@ -201,14 +212,7 @@ def test_the_cases_of_a_catch2_or_doctest_binary_ctest_runs_whole_are_tests_of_t
     subprocess.run(configure, cwd=tmp_path, check=True, capture_output=True)
     ran = run(tmp_path, "--report", "report.xml")
     assert parse_swe_ctest_report((tmp_path / "report.xml").read_bytes()) == {
-        "catch_whole": "failed",
-        "catch_whole::adds": "passed",
-        "catch_whole::breaks": "failed",
-        "catch_whole::has sections/first": "passed",
-        "catch_whole::has sections/second": "failed",
-        "doctest_whole": "failed",
-        "doctest_whole::sums": "passed",
-        "doctest_whole::differs": "failed",
+        **FRAMEWORK_CASES,
         "catch_one": "passed",  # one case: CTest's result is the case's
     }, ran.stdout
 
@@ -401,16 +405,7 @@ def test_the_cases_of_a_catch2_or_doctest_binary_meson_runs_are_tests_of_their_o
     subprocess.run(["meson", "setup", "build"], cwd=tmp_path, check=True, capture_output=True)
     ran = run(tmp_path, "--system", "meson", "--report", "report.xml")
     statuses = parse_swe_ctest_report((tmp_path / "report.xml").read_bytes())
-    assert statuses == {
-        "catch_whole": "failed",
-        "catch_whole::adds": "passed",
-        "catch_whole::breaks": "failed",
-        "catch_whole::has sections/first": "passed",
-        "catch_whole::has sections/second": "failed",
-        "doctest_whole": "failed",
-        "doctest_whole::sums": "passed",
-        "doctest_whole::differs": "failed",
-    }, ran.stdout
+    assert statuses == FRAMEWORK_CASES, ran.stdout
 
 
 def test_a_catch2_or_doctest_summary_of_more_than_one_case_names_its_framework() -> None:
