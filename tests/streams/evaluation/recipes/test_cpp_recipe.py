@@ -434,6 +434,31 @@ def test_the_cases_a_test_patch_adds_or_changes() -> None:
     assert language.test_line_ranges("README.md", BASE_TEST) is None
 
 
+PROGRAM_BASE = "#include <assert.h>\nint main() {\n  int error = 0;\n  return error;\n}\n"
+PROGRAM_PATCH = """\
+diff --git a/test/gtx/gtx_decompose.cpp b/test/gtx/gtx_decompose.cpp
+--- a/test/gtx/gtx_decompose.cpp
++++ b/test/gtx/gtx_decompose.cpp
+@@ -1,5 +1,6 @@
+ #include <assert.h>
+ int main() {
+   int error = 0;
++  error += recompose() != 1;
+   return error;
+ }
+"""
+
+
+def test_a_changed_test_program_of_no_cases_is_the_test_named_after_it() -> None:
+    given = tree({"test/gtx/gtx_decompose.cpp": PROGRAM_BASE})
+    changed = changed_cases(given, PROGRAM_PATCH)
+    assert changed == ["program:gtx_decompose"]
+    language = language_named("C++")
+    assert language is not None
+    ids = ["test-gtx_decompose", "test-gtx_decompose_more", "gtx_decompose_test::A.B", "other"]
+    assert language.changed_ids(changed, ids) == ["test-gtx_decompose"]
+
+
 NINJA_LOG = """\
 [1/4] Building CXX object CMakeFiles/calc.dir/calc.cpp.o
 [2/4] Building CXX object CMakeFiles/broken_test.dir/tests/broken_test.cpp.o

@@ -19,7 +19,12 @@ from streams.evaluation.recipes.languages.cpp.autotools import (
     AutotoolsFacts,
     read_autotools,
 )
-from streams.evaluation.recipes.languages.cpp.changed import SOURCE_SUFFIXES, changed_cases
+from streams.evaluation.recipes.languages.cpp.changed import (
+    PROGRAM,
+    SOURCE_SUFFIXES,
+    changed_cases,
+    program_tests,
+)
 from streams.evaluation.recipes.languages.cpp.cmake import ROOT_LISTFILE, CMakeFacts, read_cmake
 from streams.evaluation.recipes.languages.cpp.compiled import build_failures
 from streams.evaluation.recipes.languages.cpp.console import (
@@ -264,8 +269,11 @@ class Cpp(Language):
     def changed_ids(self, changed: Sequence[str], ids: Iterable[str]) -> list[str]:
         # a case of a binary CTest runs whole is ``<binary>::<case>`` in the runs (Catch2's
         # sections ``<binary>::<case>/<section>``), which the tree alone cannot name
-        names = set(changed)
-        found = set(changed)
+        ids = set(ids)
+        names = {name for name in changed if not name.startswith(PROGRAM)}
+        found = set(names)
+        for name in set(changed) - names:  # a changed program's test, by its name
+            found.update(program_tests(name.removeprefix(PROGRAM), ids))
         for test in ids:
             _, separator, case = test.partition(SEPARATOR)
             if separator and (case in names or case.split("/", 1)[0] in names):
