@@ -18,7 +18,6 @@ install its broker before the project's dependencies exist in it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -31,6 +30,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
+
+from streams.core.locks import file_lock
 
 log = logging.getLogger("swe_stream.kafka.apache")
 
@@ -181,17 +182,6 @@ class KafkaInstall:
         return [*command, "-cp", self.classpath, main, *args]
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def read_manifest(home: Path) -> dict[str, str] | None:
     """The install's jars and their sha256, or None when the install is not complete."""
     try:
@@ -259,7 +249,7 @@ def installed(
         log.warning("kafka: %s is not a tested version (tested: %s)", version, KAFKA_VERSIONS)
     java = find_java(version)
     home = (cache_dir or default_cache_dir()) / version
-    with _locked(home.parent / f".{version}.lock"):
+    with file_lock(home.parent / f".{version}.lock"):
         if read_manifest(home) is None:
             jars = resolve_with_maven(version, home)
             manifest = {"version": version, "scala": SCALA, "jars": jars}

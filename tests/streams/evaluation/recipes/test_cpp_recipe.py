@@ -366,6 +366,19 @@ def test_the_packages_chosen_for_the_files_found() -> None:
     assert unknown == ["Frob"]
 
 
+def test_a_cross_compilers_or_another_architectures_file_is_not_the_native_builds() -> None:
+    holders: dict[str, list[tuple[str, tuple[str, ...]]]] = {
+        "zlib.pc": [
+            ("usr/lib/x86_64-linux-gnu/pkgconfig/zlib.pc", ("zlib1g-dev",)),
+            ("usr/x86_64-w64-mingw32/lib/pkgconfig/zlib.pc", ("libz-mingw-w64-dev",)),
+        ],
+        "libquux.so": [("usr/lib/i386-linux-gnu/libquux.so", ("libquux-dev-i386",))],
+        "quux.h": [("usr/lib/gcc-cross/aarch64-linux-gnu/12/include/quux.h", ("gcc-12-cross",))],
+    }
+    wanted = [Wanted("zlib", (("zlib.pc",),)), Wanted("-lquux", (("libquux.so",), ("quux.h",)))]
+    assert packages_of(wanted, holders) == (["zlib1g-dev"], ["-lquux"])
+
+
 def test_the_recipe_installs_the_packages_of_the_files_its_build_finds(tmp_path: Path) -> None:
     language = language_named("C++")
     assert language is not None

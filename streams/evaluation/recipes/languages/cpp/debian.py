@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from streams.clients.debian_contents import native
 from streams.evaluation.recipes.languages import SystemFiles
 from streams.evaluation.recipes.languages.cpp.autotools import AutotoolsFacts
 from streams.evaluation.recipes.languages.cpp.cmake import CMakeFacts
@@ -219,10 +220,11 @@ def host_cmake_module(name: str) -> str | None:
 
 def candidates(holders: Sequence[tuple[str, tuple[str, ...]]]) -> tuple[str, ...]:
     """The packages that may give one path end: those of its newest version's path
-    (``Boost-1.81.0`` over ``Boost-1.74.0``)."""
-    if not holders:
+    (``Boost-1.81.0`` over ``Boost-1.74.0``) of the paths a native build finds."""
+    found = [holder for holder in holders if native(holder[0])]
+    if not found:
         return ()
-    return tuple(sorted(max(holders, key=lambda holder: _natural(holder[0]))[1]))
+    return tuple(sorted(max(found, key=lambda holder: _natural(holder[0]))[1]))
 
 
 def _natural(path: str) -> list[tuple[int, int | str]]:

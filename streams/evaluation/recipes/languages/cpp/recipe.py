@@ -122,16 +122,13 @@ def download_options(facts: CMakeFacts, turned_on: Sequence[str]) -> list[str]:
     """The options on by default that only add a configure-time download (test data, an
     extra library) that no Debian package serves: turned off, as the closed network would
     fail the whole configure (a test framework is found installed instead)."""
-    found: list[str] = []
-    for content in facts.fetched:
-        words = f"{content.name} {content.source}".lower()
-        if any(framework in words for framework in TEST_FRAMEWORKS):
-            continue
-        for option in content.guards:
-            default = facts.options.get(option, "OFF").upper()
-            if default == "ON" and option not in turned_on and option not in found:
-                found.append(option)
-    return found
+    guards = [
+        option
+        for content in facts.fetched
+        if not any(f in f"{content.name} {content.source}".lower() for f in TEST_FRAMEWORKS)
+        for option in content.guards
+    ]
+    return _on_by_default(facts, guards, turned_on)
 
 
 def installed_options(facts: CMakeFacts) -> list[str]:
@@ -155,15 +152,21 @@ def bundled_options(facts: CMakeFacts, turned_on: Sequence[str]) -> list[str]:
     """The options on by default that, turned off, find a test framework installed
     (``if(FOO_USE_BUNDLED_GTEST) <its own download> else() find_package(GTest) endif()``):
     turned off, as Debian installs the framework and the network is closed."""
-    found: list[str] = []
-    for package in facts.packages:
-        if not any(framework in package.name.lower() for framework in TEST_FRAMEWORKS):
-            continue
-        for option in package.unless:
-            default = facts.options.get(option, "OFF").upper()
-            if default == "ON" and option not in turned_on and option not in found:
-                found.append(option)
-    return found
+    negated = [
+        option
+        for package in facts.packages
+        if any(framework in package.name.lower() for framework in TEST_FRAMEWORKS)
+        for option in package.unless
+    ]
+    return _on_by_default(facts, negated, turned_on)
+
+
+def _on_by_default(
+    facts: CMakeFacts, options: Sequence[str], turned_on: Sequence[str]
+) -> list[str]:
+    """Those of ``options`` the project turns on by default that the tests do not need on."""
+    on = [o for o in options if facts.options.get(o, "OFF").upper() == "ON" and o not in turned_on]
+    return list(dict.fromkeys(on))
 
 
 def configure_command(

@@ -258,15 +258,19 @@ def run_cases_again(
 
 def _junit_outputs(junit: str) -> dict[str, str]:
     """Each test's output in a CTest JUnit report, of the tests that ran."""
-    try:
-        suite = ElementTree.parse(junit).getroot()
-    except (OSError, ElementTree.ParseError):
-        return {}
     return {
         case.get("name", ""): case.findtext("system-out") or ""
-        for case in suite.iter("testcase")
+        for case in _cases(junit)
         if case.get("status") in ("run", "fail")
     }
+
+
+def _cases(junit: str) -> list[ElementTree.Element]:
+    """The test cases of a CTest JUnit report (none when it is unreadable)."""
+    try:
+        return list(ElementTree.parse(junit).getroot().iter("testcase"))
+    except (OSError, ElementTree.ParseError):
+        return []
 
 
 def gtest_directory(directory: str) -> str:
@@ -353,11 +357,7 @@ def _ctest(
 
 def _failed_cases(junit: str) -> list[ElementTree.Element]:
     """The failed test cases of a CTest JUnit report (none when it is unreadable)."""
-    try:
-        suite = ElementTree.parse(junit).getroot()
-    except (OSError, ElementTree.ParseError):
-        return []
-    return [case for case in suite.iter("testcase") if case.get("status") == "fail"]
+    return [case for case in _cases(junit) if case.get("status") == "fail"]
 
 
 def failed_tests(junit: str) -> list[str]:
