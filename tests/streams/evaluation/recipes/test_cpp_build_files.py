@@ -76,6 +76,14 @@ def test_a_meson_project_read_from_its_build_files() -> None:
     assert language.check_command(recipe.test_command, "meson", "main") == (
         f"{recipe.test_command} --test main"
     )
+    # a C++ standard a pull request's code asks for is meson's cpp_std (a project of C++)
+    diff = "+++ b/t.cpp\n+#if __cplusplus >= 201703L\n"
+    asked = Inputs("o/r", images={"gcc": IMAGES}, diffs=(diff,))
+    (c_only, *_), _ = language.infer(given, asked)
+    assert "cpp_std" not in c_only.install_commands[0]
+    cpp = tree({"meson.build": MESON.replace("['c']", "['c', 'cpp']"), "src/a.cpp": ""})
+    (both, *_), _ = language.infer(cpp, asked)
+    assert both.install_commands[0].endswith(" -Dcpp_std=c++17")
 
 
 def test_of_a_trees_build_systems_the_one_that_declares_tests_is_read() -> None:

@@ -30,6 +30,7 @@ from streams.evaluation.recipes.languages.cpp.recipe import (
     options_for_tests,
     warning_flags,
 )
+from streams.evaluation.recipes.languages.cpp.standard import standard_asked
 from streams.evaluation.recipes.languages.cpp.toolchain import CXX_IMAGES
 from streams.evaluation.recipes.model import TreeFiles
 from tests.fakes.debian_archive import debian_archive
@@ -233,6 +234,36 @@ def test_an_option_whose_off_branch_finds_the_test_framework_installed_is_turned
     words = configure_words(bundled)
     assert "-DCALC_USE_BUNDLED_GTEST=OFF" in words
     assert not any(word.startswith("-DCALC_FAST") for word in words)  # not a test framework
+
+
+ADDED_BEHIND_CXX17 = """\
+--- a/tests/test_calc.cpp
++++ b/tests/test_calc.cpp
+@@ -1,2 +1,6 @@
+ #include <gtest/gtest.h>
++#if __cplusplus >= 201703L
++TEST(Calc, StringView) { EXPECT_EQ(add(std::string_view("1"), 1), 2); }
++#endif
++#if __cplusplus > 201103L  // C++14 and on: every image's default
+"""
+
+
+def test_a_test_added_behind_a_newer_standard_is_built_with_that_standard() -> None:
+    assert standard_asked([ADDED_BEHIND_CXX17]) == "17"
+    assert standard_asked([ADDED_BEHIND_CXX17.replace(">= 201703L", "> 201402L")]) == "17"
+    assert standard_asked([ADDED_BEHIND_CXX17.replace("201703L", "202002L")]) == "20"
+    assert standard_asked([ADDED_BEHIND_CXX17.replace(">= 201703L", ">= 201402L")]) is None
+    removed = ADDED_BEHIND_CXX17.replace(
+        "+#if __cplusplus >= 201703L", "-#if __cplusplus >= 201703L"
+    )
+    assert standard_asked([removed]) is None  # a condition the patch takes away asks nothing
+    language = language_named("C++")
+    assert language is not None
+    inputs = Inputs("o/r", images={"gcc": IMAGES}, diffs=(ADDED_BEHIND_CXX17,))
+    (recipe, *_), _ = language.infer(cmake_tree(), inputs)
+    assert "-DCMAKE_CXX_STANDARD=17" in shlex.split(recipe.install_commands[0])
+    (plain, *_), _ = language.infer(cmake_tree(), Inputs("o/r", images={"gcc": IMAGES}))
+    assert "CMAKE_CXX_STANDARD" not in plain.install_commands[0]
 
 
 def test_a_vendored_catch2_older_than_glibcs_signal_stack_change_compiles_without_it() -> None:

@@ -68,6 +68,7 @@ from streams.evaluation.recipes.languages.cpp.recipe import (
     meson_recipe,
 )
 from streams.evaluation.recipes.languages.cpp.report import REPORT, parse_swe_ctest_report
+from streams.evaluation.recipes.languages.cpp.standard import standard_asked
 from streams.evaluation.recipes.languages.cpp.tests_in_source import find_cases
 from streams.evaluation.recipes.languages.cpp.toolchain import CXX_IMAGES, SUITE_OF_GCC
 from streams.evaluation.recipes.languages.cpp.vendored import compatibility_defines
@@ -225,9 +226,10 @@ class Cpp(Language):
     ) -> InstallRecipe:
         images = inputs.images_of(self.toolchain)
         suite = SUITE_OF_GCC.get(version or "")
+        standard = standard_asked(inputs.diffs)
         if isinstance(facts, MesonFacts):
             packages, notes = debian_packages(wanted_of_meson(facts), suite, inputs.system_files)
-            return meson_recipe(facts, version, images, packages, notes)
+            return meson_recipe(facts, version, images, packages, notes, standard)
         if isinstance(facts, AutotoolsFacts | MakefileFacts):
             wanted = wanted_of_autotools(facts)
             packages, notes = debian_packages(wanted, suite, inputs.system_files)
@@ -236,7 +238,8 @@ class Cpp(Language):
             return autotools_recipe(facts, version, images, packages, notes)
         wanted = wanted_of_cmake(facts, tree, host_cmake_module)
         packages, notes = debian_packages(wanted, suite, inputs.system_files)
-        return cmake_recipe(facts, version, images, packages, notes, compatibility_defines(tree))
+        defines = compatibility_defines(tree)
+        return cmake_recipe(facts, version, images, packages, notes, defines, standard)
 
     def no_recipe(self, facts: Any, inputs: Inputs) -> tuple[str, str]:
         built = inputs.images_of(self.toolchain)

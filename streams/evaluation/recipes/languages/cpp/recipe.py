@@ -170,11 +170,15 @@ def _on_by_default(
 
 
 def configure_command(
-    facts: CMakeFacts, gcc: str | None = None, defines: Sequence[str] = ()
+    facts: CMakeFacts,
+    gcc: str | None = None,
+    defines: Sequence[str] = (),
+    standard: str | None = None,
 ) -> str:
     """``cmake`` configuring the tree into ``BUILD_DIR``: Ninja (the image's generator), a
     debug build with its tests on (``BUILD_TESTING`` and every option that guards them), and
-    configure-time downloads found installed first (GoogleTest from Debian's sources)."""
+    configure-time downloads found installed first (GoogleTest from Debian's sources);
+    ``standard``: the C++ standard the pull request's code asks for (``standard``)."""
     turned_on = options_for_tests(facts) + installed_options(facts)
     options = [
         "-DCMAKE_BUILD_TYPE=Debug",
@@ -186,6 +190,7 @@ def configure_command(
         f"-DCMAKE_C_FLAGS={warning_flags(NEWER_GCC_WARNINGS)}",
         "-DCMAKE_CXX_FLAGS="
         + " ".join([warning_flags(NEWER_GCC_WARNINGS + NEWER_GXX_WARNINGS, gcc), *defines]),
+        *([f"-DCMAKE_CXX_STANDARD={standard}"] if standard else []),
     ]
     for content in facts.fetched:
         if "googletest" in content.source.lower() and "${" not in content.name:
@@ -249,15 +254,17 @@ def cmake_recipe(
     packages: Sequence[str] = (),
     package_notes: Sequence[str] = (),
     defines: Sequence[str] = (),
+    standard: str | None = None,
 ) -> InstallRecipe:
     """The recipe of a CMake project on the image of gcc ``version``, installing the Debian
     ``packages`` its build finds (``debian``; ``package_notes``: what was not found; ``defines``:
-    what a framework it vendors needs to compile here, ``vendored``)."""
+    what a framework it vendors needs to compile here, ``vendored``; ``standard``: the C++
+    standard asked for)."""
     notes = [*facts.problems[:5], *package_notes]
     downloads = [content.name for content in facts.fetched]
     if downloads:
         notes.append(f"downloads at configure time: {', '.join(downloads[:10])}")
-    install = (configure_command(facts, version, defines), build_command())
+    install = (configure_command(facts, version, defines, standard), build_command())
     return _gcc_recipe(
         language_of_project(facts), ROOT_LISTFILE, install, "cmake", RUNNER, version, images,
         packages, notes,
@@ -270,18 +277,20 @@ def meson_recipe(
     images: Mapping[str, str],
     packages: Sequence[str] = (),
     package_notes: Sequence[str] = (),
+    standard: str | None = None,
 ) -> InstallRecipe:
     """The recipe of a Meson project on the image of gcc ``version``: configured into
     ``BUILD_DIR`` (a debug build, the options that turn its tests on, wraps not downloaded:
-    a dependency Debian has is found installed), built with Ninja ``-k 0``, tested by
-    ``meson test``."""
+    a dependency Debian has is found installed; the C++ ``standard`` asked for), built with
+    Ninja ``-k 0``, tested by ``meson test``."""
+    written = {language.lower() for language in facts.languages}
     options = [
         "--buildtype=debug",
         "--wrap-mode=nodownload",
         *(f"-D{name}={value}" for name, value in sorted(facts.test_options.items())),
+        *([f"-Dcpp_std=c++{standard}"] if standard and "cpp" in written else []),
     ]
     configure = " ".join(["meson", "setup", BUILD_DIR, *map(shlex.quote, options)])
-    written = {language.lower() for language in facts.languages}
     language = C_ONLY if written and "cpp" not in written and "c" in written else LANGUAGE_NAME
     install = (configure, f"ninja -C {BUILD_DIR} -k 0 || true")
     return _gcc_recipe(
