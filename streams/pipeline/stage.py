@@ -239,6 +239,15 @@ class StageRunner(Generic[In]):
             await self._dead_letter(key, value, partition, offset, exc, "logic", attempt)
             await self._ledger(record, "failed", f"{type(exc).__name__}: {exc}"[:500])
             return None
+        # another worker may have done this PR's work while this one did it: the partition
+        # was revoked and given to it mid-way (a rebalance), and it began where the commit
+        # was. Its ledger entry, in first, stands; a second output would be a duplicate.
+        done = self._already_done(record) if attempt == 1 and self.stage.skip_final else None
+        if done is not None:
+            metrics.STAGE_RECORDS_SKIPPED.labels(stage=stage, reason="done_meanwhile").inc()
+            log.info("stage %s: %s was done elsewhere meanwhile (%s): not emitted again",
+                     stage, key.decode(errors="replace") if key else "?", done)  # fmt: skip
+            return Outcome()
         try:
             await self._emit(record, outcome)
         except Exception as exc:  # an outcome that does not serialise: the record is kept

@@ -208,17 +208,35 @@ async def scale_out(
         )  # fmt: skip
         assert ingest.returncode == 0, ingest.stderr[-3000:]
 
-        # the fault, once a worker validates a built PR
+        # the fault, once a worker validates a built PR (a worker's fault: once one starts to)
         deadline = time.monotonic() + 600
-        while not any(validating(w) for w in workers):
+        read_before = [0.0] * len(workers)
+        while True:
+            looks = [validate_counts(w) for w in workers]
+            reads = [look["swe_stream_stage_records_in_total"] for look in looks]
+            starting = [
+                w
+                for w, look, read, before in zip(workers, looks, reads, read_before, strict=True)
+                if read > before and read > came_out(look)
+            ]
+            if starting if fault == "validating_worker" else any(map(validating, workers)):
+                break
+            read_before = reads
             assert time.monotonic() < deadline, [w.log.read_text()[-2000:] for w in workers]
             for worker in workers:
                 worker.check_alive()
             await asyncio.sleep(0.5)  # a validation takes seconds
+        if fault == "validating_worker":
+            # at once: a validation seen under way at an earlier look may be ending by the time
+            # a signal arrives on a loaded machine (its output acknowledged, its ledger entry
+            # not yet written: the at-least-once window the next owner validates again in)
+            starting[0].kill()
         shared = {
             i: counts(w, "swe_stream_stage_records_in_total", stage="prefilter")
             for i, w in enumerate(workers)
+            if not w.killed
         }
+        shared |= {i: look["prefilter_in"] for i, look in enumerate(looks) if workers[i].killed}
         faulted = time.monotonic()
         restart_broker = await inject(fault, workers, bootstrap, cluster)
         victim = next((w for w in workers if w.killed), None)
@@ -277,8 +295,7 @@ async def inject(
 ) -> object:
     """Do the scenario's fault; for a broker's death, what starts it again."""
     if fault == "validating_worker":
-        next(w for w in workers if validating(w)).kill()
-        return None
+        return None  # killed as its validation started
     if fault == "group_leader":
         leaders = [w for w in workers if counts(w, "swe_stream_consumer_group_leader") == 1]
         assert len(leaders) == 1, [counts(w, "swe_stream_consumer_group_leader") for w in workers]
@@ -299,16 +316,32 @@ def validating(worker: Worker) -> bool:
     failed or skipped). Not merely "validate read a record": a kill after its output was
     acknowledged but before its ledger entry was flushed is the at-least-once window (the
     partition's next owner validates the PR again), not the middle of a validation."""
+    look = validate_counts(worker)
+    return look["swe_stream_stage_records_in_total"] > came_out(look)
+
+
+IN_TOTAL = "swe_stream_stage_records_in_total"
+
+
+def validate_counts(worker: Worker) -> Counter[str]:
+    """One look at a worker: its validate stage's counters, summed over their other labels,
+    and the records its prefilter read (``prefilter_in``)."""
     seen: Counter[str] = Counter()
     for family in text_string_to_metric_families(scrape(worker)):
         for sample in family.samples:  # summed over the reasons of rejections and the like
             if sample.labels.get("stage") == "validate":
                 seen[sample.name] += sample.value
-    came_out = sum(
-        seen[f"swe_stream_stage_records_{end}_total"]
+            elif sample.labels.get("stage") == "prefilter" and sample.name == IN_TOTAL:
+                seen["prefilter_in"] += sample.value
+    return seen
+
+
+def came_out(look: Counter[str]) -> float:
+    """The records that came out of validate: written, rejected, failed or skipped."""
+    return sum(
+        look[f"swe_stream_stage_records_{end}_total"]
         for end in ("out", "rejected", "failed", "skipped")
     )
-    return seen["swe_stream_stage_records_in_total"] > came_out
 
 
 async def members_after(

@@ -393,3 +393,28 @@ async def test_two_records_of_one_pr_at_once_are_handled_in_turn() -> None:
     )
     assert len(sink.on(SHOUTED.name)) == 2
     assert len(runner.turns) == 0  # no key is kept once its records are done
+
+
+async def test_a_pr_another_worker_did_meanwhile_is_not_emitted_again() -> None:
+    """A rebalance gives a partition to another worker while this one handles its record: the
+    other begins where the commit was and handles it too. Whichever ends second finds the
+    first's ledger entry and emits nothing (no second validation record)."""
+    import asyncio
+
+    from streams.pipeline.stage import Stage
+
+    async def slow_shout(record: Utterance) -> Outcome:
+        await asyncio.sleep(0.05)  # meanwhile the other worker's entry comes in
+        await runner.ledger.record("octo/hello", 7, stage="slow2", status="accepted")
+        return Outcome.accept(record)
+
+    stage = Stage("slow2", HEARD, SHOUTED, slow_shout, done_at=frozenset({"slow2"}))
+    sink = MemorySink()
+    runner = StageRunner(stage, sink, pipeline_version=3)
+    before = counter(metrics.STAGE_RECORDS_SKIPPED, stage="slow2", reason="done_meanwhile")
+    await runner.process(b"octo/hello#7", utterance("a"), 0, 10)
+    assert sink.on(SHOUTED.name) == []
+    assert len(sink.on("swe.ledger")) == 1  # the other worker's entry alone
+    assert counter(metrics.STAGE_RECORDS_SKIPPED, stage="slow2", reason="done_meanwhile") == (
+        before + 1
+    )
