@@ -44,7 +44,7 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 CONTENTS = "dists/{suite}/main/Contents-{architecture}.gz"
 # amd64's packages, then the architecture-independent ones (header-only libraries)
 ARCHITECTURES = ("amd64", "all")
-ARCH_TRIPLET = "x86_64-linux-gnu"
+ARCH_TRIPLET = "x86_64-linux-gnu"  # the file lists read are amd64's
 MAX_AGE_SECONDS = 86_400.0  # the archive publishes a suite's lists a few times a day
 TIMEOUT_SECONDS = 120.0
 _SCHEMA = 1  # the index's layout: an older file is read again from the archive
@@ -148,7 +148,6 @@ class DebianContents:
         path = self.directory / f"{suite}-main-{architecture}.v{_SCHEMA}.sqlite"
         if _age(path) < self.max_age_seconds:
             return path
-        self.directory.mkdir(parents=True, exist_ok=True)
         with self._lock, file_lock(path.with_suffix(".lock")):
             if _age(path) < self.max_age_seconds:
                 return path

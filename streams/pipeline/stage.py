@@ -223,7 +223,7 @@ class StageRunner(Generic[In]):
         """The ledger's check, the stage's logic and its emission, for one decoded record."""
         stage = self.stage.name
         # a dead letter sent back (attempt > 1) is an explicit retry of a failed PR
-        done = self._already_done(record) if attempt == 1 and self.stage.skip_final else None
+        done = self._done_by_ledger(record, attempt)
         if done is not None:
             metrics.STAGE_RECORDS_SKIPPED.labels(stage=stage, reason=done).inc()
             return Outcome()
@@ -242,7 +242,7 @@ class StageRunner(Generic[In]):
         # another worker may have done this PR's work while this one did it: the partition
         # was revoked and given to it mid-way (a rebalance), and it began where the commit
         # was. Its ledger entry, in first, stands; a second output would be a duplicate.
-        done = self._already_done(record) if attempt == 1 and self.stage.skip_final else None
+        done = self._done_by_ledger(record, attempt)
         if done is not None:
             metrics.STAGE_RECORDS_SKIPPED.labels(stage=stage, reason="done_meanwhile").inc()
             log.info("stage %s: %s was done elsewhere meanwhile (%s): not emitted again",
@@ -274,6 +274,11 @@ class StageRunner(Generic[In]):
                 continue
             self.outages.answered(self.stage.name, waited)
             return outcome
+
+    def _done_by_ledger(self, record: Record, attempt: int) -> str | None:
+        """``_already_done`` for a first delivery (a dead letter sent back, attempt > 1, is
+        an explicit retry of a failed PR) of a stage that skips final PRs."""
+        return self._already_done(record) if attempt == 1 and self.stage.skip_final else None
 
     def _already_done(self, record: Record) -> str | None:
         """Why the ledger says this PR needs nothing of this stage (``already_final``,

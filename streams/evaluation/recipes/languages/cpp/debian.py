@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from streams.clients.debian_contents import native
+from streams.clients.debian_contents import ARCH_TRIPLET, native
 from streams.evaluation.recipes.languages import SystemFiles
 from streams.evaluation.recipes.languages.cpp.autotools import AutotoolsFacts
 from streams.evaluation.recipes.languages.cpp.cmake import CMakeFacts
@@ -34,7 +34,6 @@ from streams.evaluation.recipes.languages.cpp.makefile import MakefileFacts
 from streams.evaluation.recipes.languages.cpp.meson import MesonFacts
 from streams.evaluation.recipes.model import TreeFiles
 
-ARCH_TRIPLET = "x86_64-linux-gnu"  # the file lists read are amd64's
 MAX_MODULE_BYTES = 1 << 20
 # what ``find_path`` / ``find_file`` look for that a compiler reads (not a Windows tool's .exe)
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".tcc", ".inc")
