@@ -2,8 +2,10 @@
 
 A real GH Archive hour plus the merge of a pull request of a repository made locally are
 served by the offline world (``streams.offline``); the pipeline runs on the embedded broker
-until the hour is drained, the exported task is re-validated (its gold patch resolves it, an
-empty patch does not) and the harness runs a gold-patch agent and a do-nothing agent on it.
+until the hour is drained, then the harness runs a gold-patch agent and a do-nothing agent on
+the exported task: that is its re-validation too (valid: the gold patch resolves it, an empty
+patch does not), so each patch is evaluated once (``swe-stream validate`` does the same check
+on any task directory).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +30,6 @@ from streams.evaluation.images import ensure_base_image, ensure_toolchain_image
 from streams.evaluation.recipes.languages import configured_images, language_named
 from streams.evaluation.sandbox import Limits
 from streams.evaluation.taskdir import WORKSPACE, load_workspace
-from streams.evaluation.validator import validate_task_dirs
 from streams.kafka.broker import kafka_bootstrap
 from streams.offline.world import DEMO_PROJECTS, offline_world
 from streams.runtime.live import LiveView
@@ -88,7 +90,7 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     live = interactive() and not args.no_live
     if live:  # offline on purpose: no token, no LLM key, nothing to warn about on one screen
         logging.getLogger("swe_stream.topology").setLevel(logging.ERROR)
-    # one view for the whole demo (the pipeline, the re-validation, the harness), one screen
+    # one view for the whole demo (the pipeline, then the harness), one screen
     view = LiveView(live)
     # every demo makes its world afresh, so an earlier run's ledger speaks of a world that is
     # gone: replayed, it would call this run's PR exported already and leave the earlier task,
@@ -96,7 +98,7 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     ledger_log = workdir / "ledger.jsonl"
     ledger_log.unlink(missing_ok=True)
     world_root = Path(tempfile.mkdtemp(prefix="world-", dir=workdir))
-    reports: list[dict[str, Any]] = []
+    harness: dict[str, HarnessReport] = {}
     try:
         with offline_world(world_root, args.hour_file, language=args.language) as world:
             demo = with_sections(
@@ -146,28 +148,36 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
             )
             # this run's task only: an earlier demo's (another language's) points at a local
             # world that is gone
-            print("demo: re-validating the exported task (gold patch, then an empty patch)")
             if demo_task.is_dir():
-                reports = validate_task_dirs(demo_task, make_validator(demo))
-            harness = run_demo_harness(demo, demo_task, workdir) if demo_task.is_dir() else {}
+                print("demo: re-validating the exported task in the harness (a gold-patch "
+                      "agent, then a do-nothing one)", flush=True)  # fmt: skip
+                harness = run_demo_harness(demo, demo_task, workdir)
     finally:
         view.stop()
         shutil.rmtree(world_root, ignore_errors=True)
-    for report in reports:
-        verdict = "valid" if report["valid"] else f"INVALID ({report['reason']})"
-        print(
-            f"  {report['task']}: {verdict}; gold patch resolves: "
-            f"{report.get('gold_resolved')}, empty patch resolves: {report.get('empty_resolved')}"
-        )
-    ok = any(r["task"] == demo_task.name and r["valid"] for r in reports)
     statuses = {agent: report.results[0].status for agent, report in harness.items()}
+    if statuses:
+        print(f"  {demo_task.name}: {task_verdict(statuses)}")
     print(
         f"demo: harness: gold-patch agent {statuses.get('gold')}, do-nothing agent "
         f"{statuses.get('nothing')}"
     )
-    ok = ok and statuses == {"gold": "resolved", "nothing": "unresolved"}
+    ok = statuses == {"gold": "resolved", "nothing": "unresolved"}
     print(f"demo: {'done' if ok else 'FAILED'}: task {demo_task.name} in {output}")
     return 0 if ok else 1
+
+
+def task_verdict(statuses: Mapping[str, object]) -> str:
+    """The task's validity from the harness's two agents: valid when the gold patch resolves
+    it and an empty patch does not."""
+    gold, empty = statuses.get("gold") == "resolved", statuses.get("nothing") == "resolved"
+    if not gold:
+        verdict = f"INVALID (the gold-patch agent's run is {statuses.get('gold')})"
+    elif empty:
+        verdict = "INVALID (an empty patch resolves it)"
+    else:
+        verdict = "valid"
+    return f"{verdict}; gold patch resolves: {gold}, empty patch resolves: {empty}"
 
 
 def run_demo_harness(settings: Settings, task_dir: Path, workdir: Path) -> dict[str, HarnessReport]:

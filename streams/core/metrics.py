@@ -288,6 +288,12 @@ LOST_FETCHES_REREAD = Counter(
     "rebalance), read again from the committed offset (streams.kafka.commits)",
     ["topic"],
 )
+RECOVERY_PARTITIONS_REREAD = Counter(
+    "swe_stream_recovery_partitions_reread_total",
+    "Changelog partitions a table recovery stopped getting records of, sought again "
+    "(streams.kafka.recovery)",
+    ["topic"],
+)
 
 _faust_metrics: Any = None
 

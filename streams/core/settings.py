@@ -173,6 +173,13 @@ class WorkerSettings(Section):
         "looked for (the consumer idle, the partition's fetch position past its commit); one "
         "unchanged for 3 checks in a row is read again from its committed offset",
     )
+    recovery_stall_seconds: float = Field(
+        45.0,
+        gt=0,
+        description="a table recovery's changelog partition behind its end that got no record "
+        "for this long is sought again (seen on Apache Kafka: a survivor's recovery never got "
+        "a record of two of its four changelog partitions after a rebalance)",
+    )
     outage_backoff_seconds: float = Field(
         1.0,
         gt=0,

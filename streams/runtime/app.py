@@ -35,6 +35,7 @@ from streams.kafka.commits import (
     seek_uncommitted_to_start,
 )
 from streams.kafka.fetching import KAFKA_FETCH_MAX_WAIT_MS, limit_fetch_wait
+from streams.kafka.recovery import RecoveryStallWatch, repair_stuck_recovery
 from streams.pipeline.ledger import Ledger, TableLedgerStore, ledger_table, raw_schema
 from streams.pipeline.outages import OUTAGES, Backoff
 from streams.pipeline.recipe_memory import RecipeBook
@@ -239,6 +240,15 @@ def register_maintenance(
             await repair_lost_fetches(app, lost_fetch_watch, stream_topics)
         except Exception as exc:  # a rebalance may be under way: look again next time
             log.debug("lost fetches not checked: %s", exc)
+
+    recovery_watch = RecoveryStallWatch(settings.worker.recovery_stall_seconds)
+
+    @app.timer(interval=min(5.0, settings.worker.recovery_stall_seconds))
+    async def repair_stuck_table_recovery() -> None:
+        try:
+            await repair_stuck_recovery(app, recovery_watch)
+        except Exception as exc:  # a rebalance may be under way: look again next time
+            log.debug("table recovery not checked: %s", exc)
 
     async def close_lag_probe(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
         await lag.close()  # its clients, before the loop closes under them

@@ -38,7 +38,9 @@ LEDGER_WRITES = "swe_stream_ledger_writes_total"
 METRIC = re.compile(r"\b((?:swe_stream|faust)_[a-z0-9_]+)\b")
 # what the offline run cannot exercise: no LLM key (heuristic backends, no test generation)
 # no LLM in the stack's run, and offsets are read again only after a fault
-NOT_EXERCISED = re.compile(r"swe_stream_(llm|testgen|setup_agent|commit_stalls|lost_fetches)_")
+NOT_EXERCISED = re.compile(
+    r"swe_stream_(llm|testgen|setup_agent|commit_stalls|lost_fetches|recovery_partitions)_"
+)
 COUNTS = re.compile(r"_(total|bucket)$")  # counters and histograms, not gauges
 GRAFANA_RANGES = {"$__rate_interval": "1m", "$__range": "1h", "$__interval": "15s"}
 

@@ -69,11 +69,14 @@ def validate_and_grade(
     images: dict[str, str],
     toolchain: str = "go",
     gold_only: bool = False,
+    revalidate: bool = False,
 ) -> ValidatedTask:
     """The PR validated (its task), exported; then graded by the harness (gold: resolved; a
-    patch that fixes nothing: unresolved) and by ``swe-stream validate``'s check (the empty
-    patch does not resolve it). ``images``: the toolchain's (``docker.<toolchain>_images``);
-    ``gold_only``: the gold grading alone (each grading builds the task's image again)."""
+    patch that fixes nothing: unresolved). ``images``: the toolchain's
+    (``docker.<toolchain>_images``); ``gold_only``: the gold grading alone (each grading builds
+    the task's image again); ``revalidate``: also ``swe-stream validate``'s check (the gold
+    patch resolves it, the empty patch does not: two gradings more, done by one test of it,
+    as the harness's gradings above are the same runs)."""
     pr = make_pull_request_repo(tmp_path / "git", repo=repo, base_files=base, pr_files=fix)
     repos = RepoCache(tmp_path / "cache", pr.url_template)
     docker = docker_settings(base_image, images, toolchain)
@@ -111,6 +114,8 @@ def validate_and_grade(
         return task
     wrong = engine.evaluate_instance(tmp_path / "tasks" / "task", Prediction(iid, "m", NOT_A_FIX))
     assert wrong.result.status == "unresolved", wrong.result
+    if not revalidate:
+        return task
     (report,) = validate_task_dirs(tmp_path / "tasks", validator)
     assert (report["gold_resolved"], report["empty_resolved"]) == (True, False), report
     return task
@@ -190,8 +195,9 @@ def test_subtests_and_testdata(
         "parse/testdata/negative.txt": "-7\n-7\n",
     }
     task = validate_and_grade(
-        tmp_path, "swe-stream-test/calc-go", base, fix, docker_client, base_image, go_images
-    )
+        tmp_path, "swe-stream-test/calc-go", base, fix, docker_client, base_image, go_images,
+        revalidate=True,
+    )  # fmt: skip
     assert [
         f"{PARSE_IMPORT}/TestNumber",
         f"{PARSE_IMPORT}/TestNumber/negative",
