@@ -131,7 +131,7 @@ def test_the_compacted_ledger_keeps_each_prs_latest_entry_and_the_pipeline_skips
     try:
         bootstrap = cluster.bootstrap
         asyncio.run(prepare_topics(bootstrap))
-        env = env_for(demo_world, tmp_path / "data") | {"SWE_STREAM_VALIDATION_RUNS": "1"}
+        env = env_for(demo_world, tmp_path / "data")
         out = tmp_path / "out"
         mine = ["mine", "--once", "--bootstrap", bootstrap, "--from", demo_world.hour,
                 "-o", str(out), "--no-live"]  # fmt: skip

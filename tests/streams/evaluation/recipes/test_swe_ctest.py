@@ -420,3 +420,54 @@ def test_a_catch2_or_doctest_summary_of_more_than_one_case_names_its_framework()
     assert framework_of("All tests passed (1 assertion in 1 test case)\n") is None
     assert framework_of("[doctest] test cases: 1 | 1 passed | 0 failed | 7 skipped\n") is None
     assert framework_of("100% tests passed, 0 tests failed out of 3\n") is None
+
+
+# as libarchive registers its tests: one CTest test per DEFINE_TEST line, read when CMake
+# configures (no dependency of the build)
+LISTED_TESTS = """\
+cmake_minimum_required(VERSION 3.14)
+project(t C)
+enable_testing()
+add_executable(units tests/test_units.c)
+file(STRINGS tests/test_units.c lines REGEX "^DEFINE_TEST")
+foreach(line ${lines})
+  string(REGEX MATCH "DEFINE_TEST\\\\(([a-z_0-9]+)\\\\)" found "${line}")
+  add_test(NAME ${CMAKE_MATCH_1} COMMAND units ${CMAKE_MATCH_1})
+endforeach()
+"""
+LISTED_UNITS = """\
+#define DEFINE_TEST(name) int name(void)
+DEFINE_TEST(test_one) { return 0; }
+int main(int argc, char **argv) { (void)argv; return argc > 1 ? 0 : 1; }
+"""
+
+
+@pytest.mark.skipif(
+    not all(map(shutil.which, ("cmake", "ninja", "ctest", "git"))), reason="needs CMake, Ninja"
+)
+def test_a_test_a_patch_adds_where_cmake_reads_the_sources_is_registered(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "CMakeLists.txt").write_text(LISTED_TESTS)
+    (tmp_path / "tests" / "test_units.c").write_text(LISTED_UNITS)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@localhost"]
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=tmp_path, check=True)
+    (tmp_path / ".git" / "info" / "exclude").write_text("build/\n*.xml\n")  # as the testbed's
+    configure = ["cmake", "-S", ".", "-B", "build", "-G", "Ninja"]
+    subprocess.run(configure, cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", "build"], cwd=tmp_path, check=True, capture_output=True)
+    at_base = run(tmp_path, "--report", "base.xml")
+    assert parse_swe_ctest_report((tmp_path / "base.xml").read_bytes()) == {"test_one": "passed"}, (
+        at_base.stdout
+    )
+
+    with (tmp_path / "tests" / "test_units.c").open("a") as units:
+        units.write("DEFINE_TEST(test_two) { return 0; }\n")
+    patched = run(tmp_path, "--report", "patched.xml")
+    assert parse_swe_ctest_report((tmp_path / "patched.xml").read_bytes()) == {
+        "test_one": "passed",
+        "test_two": "passed",
+    }, patched.stdout

@@ -83,6 +83,35 @@ def say(line: str) -> None:
     sys.stdout.flush()
 
 
+def tree_changed() -> bool:
+    """Whether the working tree differs from its commit (a patch applied); True when git
+    cannot say."""
+    try:
+        status = subprocess.run(
+            ["git", "status", "--porcelain"], capture_output=True, text=True, timeout=120
+        )
+    except (OSError, subprocess.SubprocessError):
+        return True
+    return status.returncode != 0 or bool(status.stdout.strip())
+
+
+def reconfigure(directory: str) -> None:
+    """Configure the CMake build again from its cache, where the tree changed. Some projects
+    read their sources when CMake configures (``file(STRINGS)`` of each test file's
+    ``DEFINE_TEST`` lines, one CTest test per line): such a read is no dependency of the build,
+    so a test a patch adds is not CTest's until CMake configures again. A failed configure
+    leaves the build as it was, and the build then says what does not compile."""
+    if not tree_changed():
+        return
+    configured = subprocess.run(
+        ["cmake", directory], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        errors="replace",
+    )  # fmt: skip
+    if configured.returncode != 0:
+        sys.stdout.write(configured.stdout[-4000:])
+        say(f"{MARK} configuring again failed (exit {configured.returncode}); building as it was")
+
+
 def build(command: list[str]) -> int:
     """Build everything that compiles; say each output that did not. The build's status."""
     process = subprocess.Popen(
@@ -589,6 +618,7 @@ def main(argv: list[str] | None = None) -> int:
             dry = ["ninja", "-C", directory]
             ninja = [*dry, "-j", jobs, "-k", "0"]
         else:
+            reconfigure(directory)
             programs = excluded_test_programs(directory)
             targets = ["all", *programs] if programs else []
             dry = ["cmake", "--build", directory, "--"]
