@@ -3,17 +3,18 @@
 The task is the one ``tests.agents.test_harness`` exports from the demo repository it builds
 (the ``made`` fixture), under an instance id of its own. Each test gives the harness one
 hostile script (``/agent/<marker>.sh``) under small limits (384 MB, 1 CPU, 64 pids, a 10 s
-agent timeout) and, once the hostile agent's container is up, starts a normal evaluation
-beside it: the gold agent applying ``/agent/fix.patch`` under the default limits, with the
-same validator (one harness run evaluating two agents). Meanwhile the host watches itself and
+agent timeout). Where the escape spends what the host shares (processes, memory, disk, time
+after the agent's end), a normal evaluation starts beside it once the hostile agent's
+container is up: the gold agent applying ``/agent/fix.patch`` under the default limits, with
+the same validator (one harness run evaluating two agents). Meanwhile the host watches itself and
 the agent: free memory, free disk under Docker's root directory, whether it can still fork,
 the agent container's pids and memory (its cgroup, through Docker's stats), the log files of
 the run's containers, and the host processes carrying the agent's marker.
 
 For every escape: the hostile evaluation ends with a status (never a hang, never an exception
 out of the harness), the escape did not succeed (seen from the host where it can be), the host
-was unaffected, the gold evaluation beside it resolved, and no container or instance image of
-either run is left.
+was unaffected, the gold evaluation beside it (if any) resolved, and no container or instance
+image of either run is left.
 Each check has a control that shows it can fail (the host listener is reachable from a
 container that has a network, the search finds the hidden test's name where it is planted, the
 host sees the agent's processes while it runs, the fork bomb and the memory hog really reach
@@ -164,7 +165,7 @@ class Escape:
     """One hostile run and what it left behind."""
 
     result: TaskEvaluation
-    gold: TaskEvaluation
+    gold: TaskEvaluation | None  # the evaluation beside it, where one ran
     watch: Watch
     results_dir: Path
     seconds: float
@@ -212,7 +213,12 @@ def hostile(
     workspace: TaskWorkspace = task[2]
 
     def run(
-        script: str, *, marker: str, timeout: float = AGENT_TIMEOUT, limits: Limits = LIMITS
+        script: str,
+        *,
+        marker: str,
+        timeout: float = AGENT_TIMEOUT,
+        limits: Limits = LIMITS,
+        beside: bool = False,
     ) -> Escape:
         name = f"hostile-{uuid.uuid4().hex[:8]}"
         (tmp_path / name).mkdir()
@@ -235,7 +241,7 @@ def hostile(
         watch = Watch(docker_root, marker)
         before = {p.name: p.read_bytes() for p in directory.iterdir()}
         images = our_instance_images(docker_client)
-        escape = side_by_side(engine, gold_engine, task, docker_client, watch)
+        escape = side_by_side(engine, gold_engine if beside else None, task, docker_client, watch)
         # the promises every escape keeps
         assert escape.result.status in {"agent_error", "unresolved"}, (
             escape.result.status,
@@ -244,7 +250,9 @@ def hostile(
         )
         assert escape.result.sanity_check
         assert escape.result.agent_duration_secs <= timeout + 15, escape.result
-        assert (escape.gold.status, escape.gold.error) == ("resolved", None), escape.gold
+        if beside:
+            assert escape.gold is not None
+            assert (escape.gold.status, escape.gold.error) == ("resolved", None), escape.gold
         assert watch.agent_containers, "the hostile agent's container was never seen"
         assert watch.fork_failures == [] and watch.fork_seconds_max < 5, watch.summary()
         assert watch.memory_min > MEMORY_FLOOR, watch.summary()  # the host was never starved
@@ -276,9 +284,10 @@ def hostile(
 
 
 def side_by_side(
-    engine: HarnessEngine, gold: HarnessEngine, task: Any, client: Any, watch: Watch
+    engine: HarnessEngine, gold: HarnessEngine | None, task: Any, client: Any, watch: Watch
 ) -> Escape:
-    """The hostile evaluation, and the gold one started once the hostile agent is up."""
+    """The hostile evaluation, and the gold one (if any) started once the hostile agent is
+    up."""
     task_dir = task[0] / "tasks" / TASK
     outcome: dict[str, Any] = {}
 
@@ -294,21 +303,22 @@ def side_by_side(
     hostile.start()
     while hostile.is_alive() and time.monotonic() - started < 600:
         watch.sample(client, engine.options.run_id)
-        if watch.agent_containers and not beside.is_alive() and "gold" not in outcome:
+        if gold and watch.agent_containers and not beside.is_alive() and "gold" not in outcome:
             beside.start()  # the normal evaluation runs while the hostile agent does
         time.sleep(0.2)
     seconds = time.monotonic() - started
     assert not hostile.is_alive(), "the harness hung on the hostile agent"
-    if not beside.is_alive() and "gold" not in outcome:
+    if gold and not beside.is_alive() and "gold" not in outcome:
         beside.start()  # the hostile agent ended before its container was seen: right after
-    beside.join(timeout=600)
-    assert not beside.is_alive(), "the gold evaluation hung"
+    if gold:
+        beside.join(timeout=600)
+        assert not beside.is_alive(), "the gold evaluation hung"
     for name, value in outcome.items():
         if isinstance(value, BaseException):
             raise AssertionError(f"the harness raised on the {name} agent") from value
     results_dir = engine.options.output_dir
     assert results_dir is not None
-    return Escape(outcome["hostile"], outcome["gold"], watch, results_dir, seconds)
+    return Escape(outcome["hostile"], outcome.get("gold"), watch, results_dir, seconds)
 
 
 def marker_name() -> str:
@@ -594,7 +604,7 @@ def test_writes_outside_the_repository_never_reach_the_host(hostile: Any, tmp_pa
 def test_a_fork_bomb_stops_at_the_pids_limit(hostile: Any) -> None:
     marker = marker_name()
     script = "bomb() { bomb | bomb & }; bomb\nsleep 3600\n"
-    escape = hostile(script, marker=marker)
+    escape = hostile(script, marker=marker, beside=True)
     watch = escape.watch
     assert escape.result.status == "agent_error", escape.result
     assert watch.pids_limit == LIMITS.pids
@@ -613,7 +623,7 @@ def test_a_memory_hog_is_killed_at_the_memory_limit(hostile: Any) -> None:
         "EOF\n"
         "code=$?; sleep 3; exit $code\n"  # the host reads the container's peak meanwhile
     )
-    escape = hostile(script, marker=marker)
+    escape = hostile(script, marker=marker, beside=True)
     watch = escape.watch
     assert escape.result.status == "agent_error", escape.result
     held = [int(m) for m in re.findall(r"HELD-MIB (\d+)", escape.output)]
@@ -641,7 +651,7 @@ FILLERS = {
 @pytest.mark.parametrize("filler", list(FILLERS))
 def test_filling_the_disk_stays_bounded(hostile: Any, filler: str) -> None:
     marker = marker_name()
-    escape = hostile(f"{FILLERS[filler]}\necho FILLER-DONE\n", marker=marker)
+    escape = hostile(f"{FILLERS[filler]}\necho FILLER-DONE\n", marker=marker, beside=True)
     watch = escape.watch
     written = [int(m) for m in re.findall(r"(?:ALLOCATED|WRITTEN)-MIB (\d+)", escape.output)]
     # inside, it may hold at most what its memory limit allows; outside, nothing stays
@@ -665,7 +675,7 @@ def test_a_background_process_cannot_outlive_the_agent(hostile: Any, foreground:
         "sleep 1; echo STARTED\n"
         + ("sleep 3600\n" if foreground == "hangs-past-timeout" else "exit 0\n")
     )
-    escape = hostile(script, marker=marker)
+    escape = hostile(script, marker=marker, beside=True)
     assert escape.watch.marker_processes_peak >= 2  # the host saw them while they ran
     expected = "agent_error" if foreground == "hangs-past-timeout" else "unresolved"
     assert escape.result.status == expected, escape.result

@@ -81,7 +81,7 @@ def validate_and_grade(
     repos = RepoCache(tmp_path / "cache", pr.url_template)
     docker = docker_settings(base_image, images, toolchain)
     validator = Validator(
-        repos, lambda: docker_client, docker, ValidateSettings(runs=2, test_timeout_seconds=300), 1
+        repos, lambda: docker_client, docker, ValidateSettings(runs=1, test_timeout_seconds=300), 1
     )
 
     async def validated() -> ValidatedTask:

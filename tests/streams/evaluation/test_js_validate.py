@@ -62,7 +62,7 @@ async def validate(
         memory_mb=2048,
         cpus=2,
     )
-    settings = ValidateSettings(runs=2, test_timeout_seconds=300)
+    settings = ValidateSettings(runs=1, test_timeout_seconds=300)
     stage = ValidateStage(Validator(repos, lambda: docker_client, docker, settings, 1))
     outcome = await stage(patches)
     assert outcome.status == "accepted", outcome.reason

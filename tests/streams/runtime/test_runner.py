@@ -158,6 +158,7 @@ def test_mine_once_exports_the_one_real_task_and_a_second_run_nothing_new(
 def test_a_demo_of_the_whole_pipeline_runs_offline(tmp_path: Path, base_image: str) -> None:
     env = {k: v for k, v in worker_env().items() if k != "OPENROUTER_API_KEY"}
     env["SWE_STREAM_WORKER_METRICS_PORT"] = "0"
+    env["SWE_STREAM_VALIDATION_RUNS"] = "1"  # three test runs, as the other demos'
     # no terminal here: no live view, its plain lines instead
     done = swe_stream(env, "demo", "--workdir", str(tmp_path / "demo"))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
