@@ -30,6 +30,7 @@ from streams.kafka.commits import (
     CommitStallWatch,
     LostFetchWatch,
     hold_commits_at_unprocessed_records,
+    partition_standings,
     repair_lost_fetches,
     repair_stalled_commits,
     seek_uncommitted_to_start,
@@ -41,6 +42,7 @@ from streams.pipeline.outages import OUTAGES, Backoff
 from streams.pipeline.recipe_memory import RecipeBook
 from streams.pipeline.sinks import FaustSink
 from streams.pipeline.stage import Stage, register_stage
+from streams.runtime.stalls import StallWatch
 from streams.runtime.topology import StageResources, pipeline_stages, recipe_table
 
 log = logging.getLogger("swe_stream.app")
@@ -240,6 +242,23 @@ def register_maintenance(
             await repair_lost_fetches(app, lost_fetch_watch, stream_topics)
         except Exception as exc:  # a rebalance may be under way: look again next time
             log.debug("lost fetches not checked: %s", exc)
+
+    progress_watch = StallWatch()
+
+    @app.timer(interval=10.0)
+    async def say_what_a_stalled_worker_waits_for() -> None:
+        # once per stall, at WARNING: what the partitions behind stand at (a worker's own
+        # record of a stall that the repairs above do not clear)
+        try:
+            standings = {
+                tp: standing
+                for tp, standing in partition_standings(app.consumer).items()
+                if tp.topic in stream_topics
+            }
+            behind = sorted((str(tp), s) for tp, s in standings.items() if s.behind())
+            progress_watch.observe(app, tuple(behind), len(behind))
+        except Exception as exc:  # a rebalance may be under way: look again next time
+            log.debug("worker progress not read: %s", exc)
 
     recovery_watch = RecoveryStallWatch(settings.worker.recovery_stall_seconds)
 

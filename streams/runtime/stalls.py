@@ -13,7 +13,7 @@ import logging
 import time
 from typing import Any
 
-from streams.kafka.commits import partition_standings
+from streams.kafka.commits import in_flight_records, partition_standings
 from streams.pipeline.outages import OUTAGES
 
 log = logging.getLogger("swe_stream.supervise")
@@ -56,6 +56,14 @@ def stall_report(app: Any) -> str:
             )
     except Exception as error:
         parts.append(f"partition standings unknown ({type(error).__name__})")
+    try:
+        in_flight = sorted(
+            f"{m.tp.topic}[{m.tp.partition}]@{m.offset}" for m in in_flight_records(app.consumer)
+        )
+        if in_flight:
+            parts.append(f"in flight: {', '.join(in_flight[:10])}")
+    except Exception as error:
+        parts.append(f"records in flight unknown ({type(error).__name__})")
     if getattr(app, "rebalancing", False):
         parts.append("the group is rebalancing")
     down = OUTAGES.down()

@@ -151,6 +151,16 @@ async def drained(bootstrap: str) -> bool:
     return not await undrained(bootstrap)
 
 
+def worth_seeing(line: str) -> bool:
+    """A warning or error of the worker's own (not one of Faust's services' ``[^...]`` lines,
+    nor aiokafka's heartbeats during a rebalance)."""
+    return (
+        ("WARNING" in line or "ERROR" in line)
+        and "[^" not in line
+        and "Heartbeat failed" not in line
+    )
+
+
 async def stalled(bootstrap: str, workers: list[Worker], what: str) -> str:
     """Why a run did not drain: what is left uncommitted, the group's members, and the last
     lines each live worker logged (labelled, so no worker's tail hides another's)."""
@@ -158,7 +168,12 @@ async def stalled(bootstrap: str, workers: list[Worker], what: str) -> str:
     lines.append(f"group members: {await group_members(bootstrap, GROUP)}")
     for number, worker in enumerate(workers):
         state = "killed" if worker.process is None or worker.process.poll() is not None else "live"
-        tail = worker.log.read_text(errors="replace").splitlines()[-40:]
+        logged = worker.log.read_text(errors="replace").splitlines()
+        # the worker's own warnings (a stall's report, a repair), then its last lines; Faust's
+        # subscription tables (a minute apart, seven lines each) left out
+        warnings = [line for line in logged if worth_seeing(line)][-15:]
+        tail = [line for line in logged if not line.startswith(("|", "+"))][-30:]
+        lines += [f"---- worker {number} ({state}): its warnings ----", *warnings]
         lines += [f"---- worker {number} ({state}): last lines ----", *tail]
     return "\n".join(lines)
 

@@ -2,8 +2,8 @@
 Makefile's ``check`` target, each a
 repository the test makes with git, with a PR that fixes a bug and adds the test that shows it,
 through extract and validate (real Docker, Debian's gcc, Meson, Ninja, autoconf and automake),
-exported, and graded by the harness: the gold patch resolves the task, a patch that fixes
-nothing does not, and ``swe-stream validate``'s check finds the empty patch unresolved.
+exported, and graded by the harness: the gold patch resolves the task, an empty patch does not
+(the other gradings are ``test_go_validate.py``'s: the same harness in every language).
 
 The styles: Meson's ``test()`` per executable behind a boolean ``tests`` option that is off by
 default (``meson_options.txt``), a library found with ``dependency('zlib')`` (Debian's
@@ -68,8 +68,9 @@ def validate_sums(
     fix: dict[str, str | None] = {"src/sums.c": FIXED, "tests/test_crc.c": C_CRC_TEST}
     oldest = dict(sorted(cxx_images.items())[:1])
     return validate_and_grade(
-        tmp_path, f"swe-stream-test/{name}", base, fix, docker_client, base_image, oldest, "gcc"
-    )
+        tmp_path, f"swe-stream-test/{name}", base, fix, docker_client, base_image, oldest, "gcc",
+        graded_empty=True,
+    )  # fmt: skip
 
 
 @pytest.mark.timeout(900)  # five builds (validation's three runs, the harness's two)
@@ -213,7 +214,7 @@ def test_a_new_test_file_in_a_suites_one_binary_leaves_the_old_cases_passing(
     oldest = dict(sorted(cxx_images.items())[:1])
     task = validate_and_grade(
         tmp_path, "swe-stream-test/units-suite", base, fix, docker_client, base_image, oldest,
-        "gcc", gold_only=True,
+        "gcc", graded_empty=True,
     )  # fmt: skip
     assert task.FAIL_TO_PASS == ["units::converts_to_miles"]
     assert task.PASS_TO_PASS == ["units", "units::converts_nothing"]

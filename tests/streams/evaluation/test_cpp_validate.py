@@ -1,9 +1,9 @@
 """C and C++ end to end: CMake repositories the tests make with git in the set-up styles of real
 projects, each with a PR that fixes a bug and adds the tests that show it, through extract and
 the validate stage (real Docker, Debian's gcc, CMake, Ninja and GoogleTest images), validated
-with three runs; exported as a task directory, the harness resolves it with the gold patch and
-not with a patch that fixes nothing, and ``swe-stream validate``'s check finds the empty patch
-unresolved.
+with three runs; exported as a task directory, the harness resolves it with the gold patch
+and not with an empty one (a patch that fixes nothing, and ``swe-stream validate``'s check, are
+graded in ``test_go_validate.py``: the same harness in every language).
 
 The style: the tests behind an option off by default (``CALC_BUILD_TESTS``), in a directory of
 their own; one GoogleTest binary whose cases CTest discovers, one CTest runs whole; GoogleTest
@@ -102,8 +102,9 @@ def test_a_cmake_project_whose_test_patch_does_not_compile_without_the_fix(
     }
     oldest = dict(sorted(cxx_images.items())[:1])  # gcc 12: bookworm's
     task = validate_and_grade(
-        tmp_path, "swe-stream-test/calc-cpp", base, fix, docker_client, base_image, oldest, "gcc"
-    )
+        tmp_path, "swe-stream-test/calc-cpp", base, fix, docker_client, base_image, oldest, "gcc",
+        graded_empty=True,
+    )  # fmt: skip
     assert task.FAIL_TO_PASS == [
         "Calc.ClampsHigh",
         "Calc.Muls",
@@ -175,7 +176,7 @@ def test_a_c_project_with_a_debian_library_and_plain_test_executables(
     oldest = dict(sorted(cxx_images.items())[:1])
     task = validate_and_grade(
         tmp_path, "swe-stream-test/sums-c", base, fix, docker_client, base_image, oldest, "gcc",
-        gold_only=True,
+        graded_empty=True,
     )  # fmt: skip
     assert task.FAIL_TO_PASS == ["crc"]
     assert task.PASS_TO_PASS == ["words"]

@@ -2,8 +2,9 @@
 each with a PR that fixes a bug and adds the tests that show it, through extract and the
 validate stage (real Docker, Debian's golang images, modules and toolchains through the real Go
 module proxy), validated with three runs; exported as task directories, the harness resolves
-each with the gold patch and not with a patch that fixes nothing, and ``swe-stream validate``'s
-check finds the empty patch unresolved.
+each with the gold patch; for the first, not with a patch that fixes nothing either, and
+``swe-stream validate``'s check finds the empty patch unresolved (the gradings are the
+harness's, the same in every language).
 
 The four styles: a module with a table test's subtests reading ``testdata/``; a ``go.work``
 workspace of two modules, the PR in the second; a test patch that does not compile without the
@@ -68,15 +69,17 @@ def validate_and_grade(
     base_image: str,
     images: dict[str, str],
     toolchain: str = "go",
-    gold_only: bool = False,
+    graded_wrong: bool = False,
+    graded_empty: bool = False,
     revalidate: bool = False,
 ) -> ValidatedTask:
-    """The PR validated (its task), exported; then graded by the harness (gold: resolved; a
-    patch that fixes nothing: unresolved). ``images``: the toolchain's
-    (``docker.<toolchain>_images``); ``gold_only``: the gold grading alone (each grading builds
-    the task's image again); ``revalidate``: also ``swe-stream validate``'s check (the gold
-    patch resolves it, the empty patch does not: two gradings more, done by one test of it,
-    as the harness's gradings above are the same runs)."""
+    """The PR validated (its task), exported; then graded by the harness with the gold patch
+    (resolved). ``images``: the toolchain's (``docker.<toolchain>_images``). Each grading builds
+    the task's image again, so the others are asked for: ``graded_wrong``, a patch that fixes
+    nothing (unresolved: the grading is the harness's, the same in every language, and each
+    language's demo grades a do-nothing agent unresolved); ``graded_empty``, an empty patch
+    (unresolved); ``revalidate``, ``swe-stream validate``'s check too (the gold patch resolves
+    it, the empty patch does not)."""
     pr = make_pull_request_repo(tmp_path / "git", repo=repo, base_files=base, pr_files=fix)
     repos = RepoCache(tmp_path / "cache", pr.url_template)
     docker = docker_settings(base_image, images, toolchain)
@@ -110,10 +113,14 @@ def validate_and_grade(
         tmp_path / "tasks" / "task", Prediction(iid, "gold", task.patch)
     )
     assert gold.result.status == "resolved", gold.result
-    if gold_only:
-        return task
-    wrong = engine.evaluate_instance(tmp_path / "tasks" / "task", Prediction(iid, "m", NOT_A_FIX))
-    assert wrong.result.status == "unresolved", wrong.result
+    if graded_wrong:
+        wrong = engine.evaluate_instance(
+            tmp_path / "tasks" / "task", Prediction(iid, "m", NOT_A_FIX)
+        )
+        assert wrong.result.status == "unresolved", wrong.result
+    if graded_empty:
+        empty = engine.evaluate_instance(tmp_path / "tasks" / "task", Prediction(iid, "e", ""))
+        assert empty.result.status == "unresolved", empty.result
     if not revalidate:
         return task
     (report,) = validate_task_dirs(tmp_path / "tasks", validator)
@@ -196,7 +203,7 @@ def test_subtests_and_testdata(
     }
     task = validate_and_grade(
         tmp_path, "swe-stream-test/calc-go", base, fix, docker_client, base_image, go_images,
-        revalidate=True,
+        graded_wrong=True, revalidate=True,
     )  # fmt: skip
     assert [
         f"{PARSE_IMPORT}/TestNumber",
@@ -344,7 +351,6 @@ def test_a_toolchain_newer_than_debians_golang(
     }
     task = validate_and_grade(
         tmp_path, "swe-stream-test/pinned-go", base, fix, docker_client, base_image, go_images,
-        gold_only=True,  # the other gradings are the other tests'; this one is the toolchain's
     )  # fmt: skip
     assert task.FAIL_TO_PASS == ["example.com/pinned/TestHalf"]
     # runtime.Version() is the fetched toolchain's: the tests ran on go1.27.4, offline

@@ -2,8 +2,8 @@
 Java projects, each with a PR that fixes a bug and adds the tests that show it, through
 extract and the validate stage (real Docker, Debian's OpenJDK and Maven images, artifacts
 from the real Maven Central), validated with three runs; exported as task directories, the
-harness resolves each with the gold patch and not with a patch that fixes nothing, and
-``swe-stream validate``'s check finds the empty patch unresolved.
+harness resolves each with the gold patch (the other gradings are ``test_go_validate.py``'s:
+the same harness in every language).
 
 The style here: a multi-module JUnit 4 build (a parent POM, a library and an application
 depending on it) whose test patch does not compile without the fix (the library's old tests

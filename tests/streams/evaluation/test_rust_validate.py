@@ -2,8 +2,8 @@
 projects, each with a PR that fixes a bug and adds the tests that show it, through extract and
 the validate stage (real Docker, Debian's rustc images, crates from the real crates.io),
 validated with three runs; exported as task directories, the harness resolves each with the
-gold patch and not with a patch that fixes nothing, and ``swe-stream validate``'s check finds
-the empty patch unresolved.
+gold patch (the other gradings are ``test_go_validate.py``'s: the same harness in every
+language).
 
 The styles: a crate with unit tests in ``src/`` (a ``#[cfg(test)]`` module the PR adds a test
 to), an integration test and a doc test; a workspace of two members, one depending on the other

@@ -70,9 +70,10 @@ def grade_one_by_one(
     env: dict[str, str], task_dir: Path, workspace: dict[str, Any], checks: list[str], out: Path
 ) -> None:
     """``harness --predictions --isolate-tests`` on the task: the gold patch resolved, its
-    sanity run (F2P fail, P2P pass) and graded run made of ``checks``, each passing; an empty
-    patch unresolved."""
-    for model, patch in (("gold", workspace["patch"]), ("empty", "")):
+    sanity run (``checks`` at the base: each F2P one fails, each P2P one passes, so no check
+    passes whatever the code) and graded run made of ``checks``, each passing. (An empty
+    patch's grading is the sanity run's: left to the harness tests.)"""
+    for model, patch in (("gold", workspace["patch"]),):
         predictions = out / f"{model}.jsonl"
         row = {"instance_id": workspace["instance_id"], "model_name_or_path": model,
                "model_patch": patch}  # fmt: skip
@@ -96,7 +97,7 @@ def test_the_check_commands_of_a_javascript_task_grade_one_by_one(
 ) -> None:
     """A JS task's exported check commands (checks.txt: the runner on the test's file, its
     title selected), each run alone (``harness --isolate-tests``), grade the gold patch
-    resolved and an empty one not."""
+    resolved, the F2P ones failing at the base."""
     with exported_checks(tmp_path, fixtures_dir, "javascript") as (
         env,
         task_dir,
@@ -132,7 +133,7 @@ def test_the_check_commands_of_a_go_task_grade_one_by_one(
 ) -> None:
     """A Go task's check commands (checks.txt: ``go test -run '^T$/^sub$' <package>``), each
     run alone (``harness --isolate-tests``) and read by the same parser: the gold patch
-    resolves, an empty one does not."""
+    resolves, the F2P ones failing at the base."""
     with exported_checks(tmp_path, fixtures_dir, "go") as (env, task_dir, workspace, checks):
         assert checks == [
             "go test -count=1 -json -vet=off '-run=^TestFahrenheitToCelsius$' " + GO_UNITS,
@@ -171,7 +172,7 @@ def test_the_check_commands_of_a_rust_task_grade_one_by_one(
 ) -> None:
     """A Rust task's check commands (checks.txt: ``swe-cargo-test.py -p <package> --test <t>
     -- --exact <path>``), each run alone (``harness --isolate-tests``) and read by the same
-    parser: the gold patch resolves, an empty one does not."""
+    parser: the gold patch resolves, the F2P ones failing at the base."""
     with exported_checks(tmp_path, fixtures_dir, "rust") as (env, task_dir, workspace, checks):
         assert checks == [
             f"{RUST_CHECK} --lib -- --exact tests::fahrenheit_freezing_point",

@@ -44,7 +44,8 @@ def test_the_check_commands_of_a_cpp_task_grade_one_by_one(
     tmp_path: Path, fixtures_dir: Path, cxx_images: dict[str, str]
 ) -> None:
     """A C++ task's check commands (checks.txt: swe-ctest with CTest's ``-R '^name$'``), each
-    run alone (``harness --isolate-tests``): the gold patch resolves, an empty one does not."""
+    run alone (``harness --isolate-tests``): the gold patch resolves, the F2P ones failing at
+    the base."""
     with exported_checks(tmp_path, fixtures_dir, "cpp") as (env, task_dir, workspace, checks):
         assert checks == [
             f"{CTEST_CHECK} --tests-regex '^Temperature\\.FahrenheitBoilingPoint$'",

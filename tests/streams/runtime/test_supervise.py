@@ -387,3 +387,6 @@ def test_a_stall_names_the_stream_partitions_not_committed_and_where_they_stand(
         "table recovery done; 3 partition(s) assigned; not committed: pr.classified[2] "
         "committed None, read 0, position 1, end 1, 0 in flight"
     )
+    # a record a stream took and never acked is named, with its offset
+    consumer.unacked = [SimpleNamespace(tp=lost, offset=0, acked=False)]
+    assert stall_report(app).endswith("1 in flight; in flight: pr.classified[2]@0"), app
