@@ -25,6 +25,7 @@ from agents.ingest import HourSelection
 from schemas.harness import HarnessReport
 from streams.cli.options import Commands, Parents, interactive
 from streams.core.settings import Settings
+from streams.evaluation.environments import INSTANCE_REPOSITORY, kept_tags
 from streams.evaluation.harness import HarnessEngine, HarnessOptions, evaluate_all
 from streams.evaluation.images import ensure_base_image, ensure_toolchain_image
 from streams.evaluation.recipes.languages import configured_images, language_named
@@ -111,6 +112,9 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
                     "token": None,
                     "tokens": [],
                 },
+                # the task's instance image kept while the demo runs: validation builds it once,
+                # and the harness's two agents stand on that build (dropped at the demo's end)
+                docker={"cache_level": "instance"},
                 llm={"api_key": None},  # offline: heuristic classify and score, no testgen
                 classify={"backend": "heuristic"},
                 score={"backend": "heuristic"},
@@ -151,7 +155,10 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
             if demo_task.is_dir():
                 print("demo: re-validating the exported task in the harness (a gold-patch "
                       "agent, then a do-nothing one)", flush=True)  # fmt: skip
-                harness = run_demo_harness(demo, demo_task, workdir)
+                try:
+                    harness = run_demo_harness(demo, demo_task, workdir)
+                finally:
+                    drop_instance_images(load_workspace(demo_task / WORKSPACE).instance_id)
     finally:
         view.stop()
         shutil.rmtree(world_root, ignore_errors=True)
@@ -178,6 +185,20 @@ def task_verdict(statuses: Mapping[str, object]) -> str:
     else:
         verdict = "valid"
     return f"{verdict}; gold patch resolves: {gold}, empty patch resolves: {empty}"
+
+
+def drop_instance_images(instance_id: str) -> None:
+    """Remove the instance images the demo kept of its task (its env image stays: the
+    repository's next demo reuses it)."""
+    import docker
+
+    try:
+        client = docker.from_env()
+        for tag in kept_tags(client, instance_id):
+            if tag.startswith(f"{INSTANCE_REPOSITORY}:"):
+                client.images.remove(tag, force=True)
+    except docker.errors.DockerException as exc:  # the engine went away: nothing to keep clean
+        log.warning("demo: could not remove the instance images of %s: %s", instance_id, exc)
 
 
 def run_demo_harness(settings: Settings, task_dir: Path, workdir: Path) -> dict[str, HarnessReport]:

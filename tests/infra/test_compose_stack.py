@@ -41,7 +41,8 @@ def container_url(url: str) -> str:
 def override(world: OfflineWorld, world_root: Path, out: Path) -> dict[str, Any]:
     """What the test changes in the stack: where GH Archive, GitHub and the git remotes are
     (the offline world on this host), the heuristic classify and score (no LLM key), the hour
-    ingest follows, and where the tasks are written (a directory of the test)."""
+    ingest follows, one test run with the fix, and where the tasks are written (a directory of
+    the test)."""
     reach = {"extra_hosts": [f"{HOST}:host-gateway"]}
     environment = {
         "SWE_STREAM_GHARCHIVE_BASE_URL": container_url(world.gharchive_url),
@@ -52,6 +53,7 @@ def override(world: OfflineWorld, world_root: Path, out: Path) -> dict[str, Any]
         "SWE_STREAM_CLASSIFY_BACKEND": "heuristic",
         "SWE_STREAM_SCORE_BACKEND": "heuristic",
         "SWE_STREAM_WORKER_LAG_INTERVAL_SECONDS": "2",
+        "SWE_STREAM_VALIDATION_RUNS": "1",  # three test runs, as the pipeline tests'
     }
     worker = reach | {
         "environment": environment,

@@ -250,6 +250,7 @@ async def test_replay_rederives_under_new_versions_without_github_calls(
         "SWE_STREAM_WORKER_DATA_DIR": str(tmp_path / "data"),
         "SWE_STREAM_CLASSIFY_BACKEND": "heuristic",
         "SWE_STREAM_SCORE_BACKEND": "heuristic",
+        "SWE_STREAM_VALIDATION_RUNS": "1",  # three test runs, as the pipeline tests'
     }
     common = ["--bootstrap", bootstrap, "--no-live", "--metrics-port", "0", "-o", str(out)]
 
