@@ -43,8 +43,13 @@ import yaml
 
 from schemas.harness import TaskEvaluation
 from schemas.workspace import TaskWorkspace
+from streams.clients.git import RepoCache
+from streams.core.settings import DockerSettings, ValidateSettings
+from streams.evaluation.environments import INSTANCE_REPOSITORY, kept_tags
 from streams.evaluation.harness import RUN_LABEL, HarnessEngine
+from streams.evaluation.prebuild import prepare_task, read_task_sources
 from streams.evaluation.sandbox import Limits
+from streams.evaluation.validator import Validator
 from tests.harness_tasks import TASK, agent_dir, engine_for, our_instance_images
 from tests.harness_tasks import made as made  # the module fixture: the exported task
 
@@ -187,13 +192,20 @@ class Escape:
         }
 
 
-ESCAPES_INSTANCE = "swe-stream-escapes__units-1"
+# this process's own (its image is removed at the module's end; another test process running
+# tests of this module prebuilds its own)
+ESCAPES_INSTANCE = f"swe-stream-escapes__units-{os.getpid()}"
 
 
 @pytest.fixture(scope="module")
-def task(made: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """``made`` under an instance id of its own: its instance image is this module's alone (the
-    harness drops it after an evaluation; other test processes use ``made``'s)."""
+def task(
+    made: Any, tmp_path_factory: pytest.TempPathFactory, docker_client: Any, base_image: str
+) -> Iterator[Any]:
+    """``made`` under an instance id of its own, its instance image built ahead of the
+    module's evaluations (as ``swe-stream images instances`` does): each evaluation stands on
+    it and leaves it in place, so the module builds it once, not once per evaluation (the
+    harness's dropping of the images it builds itself is ``test_harness``'s). Removed at the
+    module's end."""
     root, pr, workspace = made
     copy = tmp_path_factory.mktemp("escapes")
     shutil.copytree(root / "tasks" / TASK, copy / "tasks" / TASK)
@@ -202,7 +214,22 @@ def task(made: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     data["instance_id"] = ESCAPES_INSTANCE
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     (copy / "cache").symlink_to(root / "cache")  # engine_for's clone cache
-    return copy, pr, workspace.model_copy(update={"instance_id": ESCAPES_INSTANCE})
+    task = copy, pr, workspace.model_copy(update={"instance_id": ESCAPES_INSTANCE})
+    docker = DockerSettings(  # engine_for's, at the level that keeps the instance image
+        base_image=base_image, toolchain_images={"python": {"3.11": base_image}},
+        memory_mb=1024, cpus=1, cache_level="instance",
+    )  # fmt: skip
+    repos = RepoCache(copy / "cache", pr.url_template)
+    validator = Validator(repos, lambda: docker_client, docker, ValidateSettings(), 1)
+    (source,) = read_task_sources(copy / "tasks" / TASK)
+    prepared = prepare_task(validator, source)
+    assert prepared.status != "failed", prepared
+    try:
+        yield task
+    finally:
+        for tag in kept_tags(docker_client, ESCAPES_INSTANCE):
+            if tag.startswith(f"{INSTANCE_REPOSITORY}:"):
+                docker_client.images.remove(tag, force=True)
 
 
 @pytest.fixture
