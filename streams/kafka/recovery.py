@@ -29,8 +29,6 @@ from streams.kafka.commits import partition_standings, seek_in_consumer_thread
 
 log = logging.getLogger("swe_stream.recovery")
 
-RECOVERY_STALL_SECONDS = 45.0
-
 
 @dataclass(frozen=True)
 class RecoveringPartition:
@@ -51,7 +49,7 @@ class RecoveringPartition:
 class RecoveryStallWatch:
     """Decides which recovering changelog partitions stopped getting records."""
 
-    def __init__(self, seconds: float = RECOVERY_STALL_SECONDS):
+    def __init__(self, seconds: float):  # worker.recovery_stall_seconds
         if seconds <= 0:
             raise ValueError("seconds must be positive")
         self.seconds = seconds
