@@ -313,6 +313,16 @@ def test_a_plain_makefile_is_read_for_its_rules_and_test_target() -> None:
     assert recipe.test_command.endswith(
         "--system make --build-dir build --timeout 600 --target check"
     )
+    # a test program's own rule runs beside the target; the target's cases, with the target
+    checks = {
+        t: language.check_command(recipe.test_command, "make-target", t)
+        for t in ("check", "check::a/b", "tests/test-fuzzer")
+    }
+    assert checks == {
+        "check": recipe.test_command,
+        "check::a/b": recipe.test_command,
+        "tests/test-fuzzer": f"{recipe.test_command} --program tests/test-fuzzer",
+    }
     # a Makefile without a test target, or beside another language's project, is not C's
     assert not language.detect(tree({"Makefile": "all:\n\tcc x.c\n", "x.c": ""}))
     node = tree({"Makefile": PLAIN_MAKEFILE, "codec.c": "", "package.json": '{"name": "x"}'})

@@ -349,6 +349,60 @@ def test_a_plain_makefiles_test_target_runs_whole_with_its_cases(tmp_path: Path)
     }
 
 
+PROGRAMS_ROOT = """\
+check:
+\t$(MAKE) -C tests essentials
+.PHONY: check
+"""
+PROGRAMS_TESTS = """\
+CFLAGS ?= -O0
+essentials:
+\t@echo "ok 1 - essentials"
+fuzzer: fuzzer.c ../codec.c
+\t$(CC) $(CFLAGS) -o $@ $^
+test-fuzzer: fuzzer
+\t./fuzzer
+%.o: %.c
+\t$(CC) -c $<
+.PHONY: essentials test-fuzzer
+"""
+# the test program asks for what only the fix adds: it does not link before it
+FUZZER = "int codec_bound(int size);\nint main(void) { return codec_bound(4) == 8 ? 0 : 1; }\n"
+
+
+@pytest.mark.skipif(not all(map(shutil.which, ("make", "cc"))), reason="needs make and cc")
+def test_a_changed_test_programs_own_rule_runs_beside_the_test_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "Makefile").write_text(PROGRAMS_ROOT)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "Makefile").write_text(PROGRAMS_TESTS)
+    (tmp_path / "tests" / "fuzzer.c").write_text(FUZZER)
+    (tmp_path / "codec.c").write_text("int codec(void) { return 0; }\n")
+    assert swe_ctest.make_targets(str(tmp_path / "tests")) >= {"fuzzer", "test-fuzzer"}
+    assert "%.o" not in swe_ctest.make_targets(str(tmp_path / "tests"))
+    args = ("--system", "make", "--target", "check", "--report")
+    before = run(tmp_path, *args, "before.xml", "tests/fuzzer.c", "tests/README")
+    assert before.returncode != 0
+    assert parse_swe_ctest_report((tmp_path / "before.xml").read_bytes()) == {
+        "tests/test-fuzzer": "failed",  # it did not link
+        "check": "passed",
+        "check::essentials": "passed",
+    }, before.stdout
+    (tmp_path / "codec.c").write_text("int codec_bound(int size) { return 2 * size; }\n")
+    after = run(tmp_path, *args, "after.xml", "--program", "tests/test-fuzzer")
+    assert after.returncode == 0, after.stdout
+    assert parse_swe_ctest_report((tmp_path / "after.xml").read_bytes())["tests/test-fuzzer"] == (
+        "passed"
+    )
+    # a test program of no rule of its own: the test target alone
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tests" / "other.c").write_text(FUZZER)
+    assert swe_ctest.program_targets(["tests/other.c", "codec.c", "tests/fuzzer.c"]) == [
+        ("tests", "test-fuzzer")
+    ]
+
+
 # two tests that hold one resource (a port, a file): the second fails while the first has it
 HOLDER = """\
 touch held

@@ -291,6 +291,9 @@ class Cpp(Language):
     def check_command(self, test_command: str, runner: str, test_id: str) -> str | None:
         if runner == MESON_RUNNER:
             return f"{test_command} --test {shlex.quote(test_id)}"
+        if runner == MAKE_RUNNER and SEPARATOR not in test_id and "/" in test_id:
+            # a test program's own rule (``tests/test-fuzzer``), run beside the test target
+            return f"{test_command} --program {shlex.quote(test_id)}"
         if runner in (AUTOMAKE_RUNNER, MAKE_RUNNER):
             return test_command  # make runs them all; the report names each
         if runner != RUNNER:

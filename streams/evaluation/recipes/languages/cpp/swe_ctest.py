@@ -5,7 +5,8 @@ test command, in the source tree, after a patch may have changed any source. Usa
 
     python3 swe-ctest.py [--system cmake|meson|automake|make] [--target T] [--build-dir DIR]
                          [--report FILE]
-                         [--tests-regex RE] [--test NAME ...] [--jobs N] [--timeout S] [FILE ...]
+                         [--tests-regex RE] [--test NAME ...] [--program DIR/RULE ...]
+                         [--jobs N] [--timeout S] [FILE ...]
 
 1. The build, going on past failures (Ninja's ``-k 0``, make's ``-k``): a target that does not
    compile (a test the test patch changed, before the fix) leaves the others to build; each one
@@ -18,8 +19,10 @@ test command, in the source tree, after a patch may have changed any source. Usa
    ``testlog.json`` written as a JUnit report; ``--test`` names one; a test whose executable is
    missing is left out); Automake's ``make -k check`` (each test's ``.trs`` as a JUnit case,
    named by its path from the tree's root; a test whose program did not build has none); a
-   plain Makefile's ``--target`` run whole (one case, its output the suite's lines). The
-   FILE arguments, the tests a run was asked for, are the same scope: every test is run.
+   plain Makefile's ``--target`` run whole (one case, its output the suite's lines), after the
+   rule its directory's Makefile has for each test program asked for (``test-fuzzer`` for
+   ``tests/fuzzer.c``, or ``--program tests/test-fuzzer``): a case ``tests/test-fuzzer``. For
+   the rest, the FILE arguments (the tests a run was asked for) are one scope: all tests run.
    A test whose output is the summary of a Catch2 or doctest binary that ran more than one
    case (CTest or Meson runs it whole) runs again, alone, with its framework's JUnit reporter
    (Catch2's ``-r junit -o``, doctest's ``--reporters=junit --out=``): its cases' results.
@@ -74,6 +77,11 @@ _ROOT_REFUSAL = re.compile(
 )
 UNPRIVILEGED = 65534
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# a rule line of make's database (``name: prerequisites``, not ``name := value``)
+_MAKE_RULE = re.compile(r"^([^#\t:=%\s][^:=]*?)\s*::?(?:$|[^=])")
+_MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
+_PROGRAM_SOURCES = (".c", ".cc", ".cpp", ".cxx")
+_PROGRAM_RULES = ("test-{}", "test_{}", "{}-test", "{}_test", "check-{}")  # a program's rule
 MOST_RUN_AGAIN = 50  # failed tests run again alone (more: the suite fails as it is)
 OUTPUT_BYTES = 4 << 20  # of each test's output kept in CTest's report
 
@@ -527,10 +535,34 @@ def run_make_check(jobs: int, junit: str) -> int:
     return status
 
 
-def run_make_target(target: str, jobs: int, timeout: float, junit: str) -> int:
+def run_make_target(
+    target: str, jobs: int, junit: str, programs: list[tuple[str, str]] | None = None
+) -> int:
     """A plain Makefile's test target run whole (``make -k``), written as one JUnit case named
-    by the target with its output (the cases a suite's output says are read from it)."""
-    command = ["make", "-k", "-j", str(jobs), target]
+    by the target with its output (the cases a suite's output says are read from it); before
+    it, each of ``programs`` (``program_targets``: a directory's rule that builds and runs one
+    test program), a case named ``<directory>/<rule>``."""
+    suite = ElementTree.Element("testsuite", name="make")
+    worst = 0
+    for directory, rule in [*(programs or []), (".", target)]:  # the test target's output last
+        command = ["make", "-k", "-j", str(jobs), *(["-C", directory] if directory != "." else [])]
+        status, text = _run_shown([*command, rule])
+        worst = max(worst, status)
+        _junit_case(
+            suite,
+            rule if directory == "." else f"{directory}/{rule}",
+            "PASS" if status == 0 else "FAIL",
+        )
+        case = suite.findall("testcase")[-1]
+        ElementTree.SubElement(case, "system-out").text = _NOT_XML.sub(
+            _marked, text[-OUTPUT_BYTES:]
+        )
+    ElementTree.ElementTree(suite).write(junit, encoding="utf-8", xml_declaration=True)
+    return worst
+
+
+def _run_shown(command: list[str]) -> tuple[int, str]:
+    """``command``'s exit status and output, the output shown as it comes."""
     say(f"{MARK} running {' '.join(command)}")
     output: list[str] = []
     process = subprocess.Popen(
@@ -542,14 +574,55 @@ def run_make_target(target: str, jobs: int, timeout: float, junit: str) -> int:
         output.append(line)
     status = process.wait()
     sys.stdout.flush()
-    suite = ElementTree.Element("testsuite", name="make")
-    _junit_case(suite, target, "PASS" if status == 0 else "FAIL")
-    case = suite.find("testcase")
-    if case is not None:
-        text = "".join(output)[-OUTPUT_BYTES:]
-        ElementTree.SubElement(case, "system-out").text = _NOT_XML.sub(_marked, text)
-    ElementTree.ElementTree(suite).write(junit, encoding="utf-8", xml_declaration=True)
-    return status
+    return status, "".join(output)
+
+
+def make_targets(directory: str) -> set[str]:
+    """The targets make's own database has for ``directory``'s Makefile, as shells complete
+    them (``make -pnq .DEFAULT``: read, nothing run)."""
+    database = subprocess.run(
+        ["make", "-C", directory, "-pnq", ".DEFAULT"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+        env={**os.environ, "LC_ALL": "C"},
+    ).stdout
+    targets: set[str] = set()
+    lines = iter(database.splitlines())
+    for line in lines:
+        if line.startswith("# Files"):
+            break
+    for line in lines:
+        if line.startswith("# Not a target"):
+            next(lines, None)  # an implicit rule's file, not a target
+            continue
+        rule = _MAKE_RULE.match(line)
+        if rule:
+            targets.update(rule.group(1).split())
+    return targets
+
+
+def program_targets(files: list[str]) -> list[tuple[str, str]]:
+    """``(directory, rule)`` for each test source of ``files`` whose directory's Makefile has
+    a rule named after it (``test-fuzzer`` for ``tests/fuzzer.c``): the rule that builds and
+    runs that program, which a project's test target may leave out."""
+    found: list[tuple[str, str]] = []
+    known: dict[str, set[str]] = {}
+    for path in files:
+        directory = os.path.dirname(path) or "."
+        if not path.lower().endswith(_PROGRAM_SOURCES) or not any(
+            os.path.isfile(os.path.join(directory, name)) for name in _MAKEFILES
+        ):
+            continue
+        if directory not in known:
+            known[directory] = make_targets(directory)
+        stem = os.path.splitext(os.path.basename(path))[0]
+        rules = [shape.format(stem) for shape in _PROGRAM_RULES]
+        rule = next((r for r in rules if r in known[directory]), None)
+        if rule is not None and (directory, rule) not in found:
+            found.append((directory, rule))
+    return found
 
 
 def _marked(found: re.Match[str]) -> str:
@@ -599,6 +672,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", help="write the tests' and GoogleTest's reports here, as one")
     parser.add_argument("--tests-regex", help="CTest's -R: the tests whose names match")
     parser.add_argument("--test", action="append", default=[], help="a Meson test to run")
+    parser.add_argument(
+        "--program", action="append", default=[], help="a plain Makefile's DIR/RULE to run too"
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per test")
     parser.add_argument("files", nargs="*", help="the tests asked for: every test is run")
@@ -606,7 +682,10 @@ def main(argv: list[str] | None = None) -> int:
     directory, jobs = args.build_dir, str(args.jobs)
     if args.system == "make":
         built = build(["make", "-k", "-j", jobs])
-        tested = run_make_target(args.target, args.jobs, args.timeout, args.junit)
+        programs = program_targets(args.files) + [
+            (os.path.dirname(named) or ".", os.path.basename(named)) for named in args.program
+        ]
+        tested = run_make_target(args.target, args.jobs, args.junit, list(dict.fromkeys(programs)))
         directory = "."
     elif args.system == "automake":
         built = build(["make", "-k", "-j", jobs, "check", "TESTS="])

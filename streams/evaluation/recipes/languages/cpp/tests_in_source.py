@@ -19,7 +19,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-__all__ = ["FoundCase", "find_cases"]
+__all__ = ["LITERAL", "FoundCase", "blank", "closing_offset", "find_cases"]
 
 GTEST_MACROS = frozenset({"TEST", "TEST_F", "TEST_P", "TYPED_TEST", "TYPED_TEST_P"})
 NAMED_MACROS = {  # macro -> the argument that is the case's name, and the prefix it gets
@@ -32,7 +32,7 @@ NAMED_MACROS = {  # macro -> the argument that is the case's name, and the prefi
 _MACRO = re.compile(
     r"\b(" + "|".join(sorted([*GTEST_MACROS, *NAMED_MACROS], key=len, reverse=True)) + r")\s*\("
 )
-_LITERAL = re.compile(
+LITERAL = re.compile(
     r'R"(?P<delim>[^()\\\s]{0,16})\((?:.|\n)*?\)(?P=delim)"'  # a raw string
     r'|"(?:\\.|[^"\\\n])*"'
     r"|'(?:\\.|[^'\\\n])*'"
@@ -50,12 +50,12 @@ class FoundCase:
     end: int
 
 
-def _blank(text: str) -> str:
+def blank(text: str) -> str:
     """``text`` with comments and literals as spaces (newlines kept, so offsets stay)."""
-    return _LITERAL.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    return LITERAL.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
-def _closing(blank: str, at: int, opening: str, closing: str) -> int:
+def closing_offset(blank: str, at: int, opening: str, closing: str) -> int:
     """The offset past the ``closing`` that matches the ``opening`` at ``at`` (-1: none)."""
     depth = 0
     for position in range(at, len(blank)):
@@ -118,7 +118,7 @@ def _case_name(macro: str, arguments: list[str]) -> tuple[str, str] | None:
 
 def find_cases(text: str) -> list[FoundCase]:
     """The test cases of a C or C++ source, in order."""
-    blank = _blank(text)
+    blanked = blank(text)
     newlines = [i for i, char in enumerate(text) if char == "\n"]
 
     def line(offset: int) -> int:
@@ -126,18 +126,18 @@ def find_cases(text: str) -> list[FoundCase]:
 
     found: list[FoundCase] = []
     at = 0
-    while (macro := _MACRO.search(blank, at)) is not None:
+    while (macro := _MACRO.search(blanked, at)) is not None:
         opened = macro.end() - 1
-        closed = _closing(blank, opened, "(", ")")
+        closed = closing_offset(blanked, opened, "(", ")")
         if closed < 0:
             break
         at = closed
         named = _case_name(macro.group(1), _arguments(text[opened + 1 : closed - 1]))
-        body = re.match(r"\s*(?:[A-Za-z_]\w*\s*(?:\([^)]*\))?\s*)*\{", blank[closed:])
+        body = re.match(r"\s*(?:[A-Za-z_]\w*\s*(?:\([^)]*\))?\s*)*\{", blanked[closed:])
         if named is None or body is None:
             continue
         brace = closed + body.end() - 1
-        end = _closing(blank, brace, "{", "}")
+        end = closing_offset(blanked, brace, "{", "}")
         if end < 0:
             break
         found.append(FoundCase(named[0], named[1], line(macro.start()), line(end - 1)))
