@@ -35,6 +35,7 @@ from streams.core.settings import DockerSettings, ValidateSettings
 from streams.evaluation.grading import (
     Evaluation,
     Run,
+    ThreeRunVerdict,
     Verdict,
     judge,
     judge_three,
@@ -68,6 +69,7 @@ from streams.evaluation.reasons import (
 from streams.evaluation.recipes.languages import language_named, runner_owner
 from streams.evaluation.recipes.memory import interpreter_fields
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
+from streams.evaluation.recipes.patched import file_patches
 from streams.evaluation.sandbox import Limits, Sandbox
 
 log = logging.getLogger("swe_stream.validator")
@@ -343,10 +345,17 @@ class Prover:
                 self.run_tests(box, command, runner, files=test_files)
                 for _ in range(self.settings.runs)
             ]
+            if compiled and language is not None:
+                changed = language.changed_ids(
+                    changed, {t for run in [*bases, *befores, *afters] for t in run.statuses}
+                )
+                if bases and resting_on_base(judge_three(bases, befores, afters, changed)):
+                    # the base's one run is these tests' only failure: it is run once more
+                    base_command = test_command(environment.recipe.test_command, at_base)
+                    if restore_base(box, [test_patch, fix]):
+                        bases.append(self.run_tests(box, base_command, runner, files=at_base))
         runs = [*bases, *befores, *afters]
         if compiled:
-            if language is not None:
-                changed = language.changed_ids(changed, {t for run in runs for t in run.statuses})
             three = judge_three(bases, befores, afters, changed)
             verdict = Verdict(three.test_only, three.fixed, three.flaky)
             base_statuses: dict[str, TestStatus] | None = three.base
@@ -505,6 +514,34 @@ def rebuild_after(box: Sandbox, recipe: InstallRecipe, patch: str, timeout: floa
             raise ValidationFailed(
                 REBUILD_FAILED, f"`{command}` exited {result.exit_code}\n{tail(result.output)}"
             )
+
+
+def resting_on_base(three: ThreeRunVerdict) -> list[str]:
+    """The FAIL_TO_PASS whose failure only the base run shows: missing from the test-patch
+    runs (their binary or package did not build), not changed by the test patch, and failed
+    at the base. One run of the base is weak evidence for them: a flaky old test that failed
+    there by chance would be taken for one the fix makes pass."""
+    return [
+        t
+        for t in three.fail_to_pass
+        if t not in three.test_only and t not in three.changed and t in three.base
+    ]
+
+
+def restore_base(box: Sandbox, patches: list[str]) -> bool:
+    """The box's tree back at the base commit: the files the ``patches`` changed checked out
+    again, the ones they added removed (built files, outside git, are kept, so only what
+    changed compiles again). False when git could not."""
+    added = sorted(
+        {f.new for patch in patches for f in file_patches(patch) if f.new and f.new != f.old}
+    )
+    commands = ["git checkout -q HEAD -- ."]
+    if added:
+        commands.append("rm -f -- " + " ".join(shlex.quote(path) for path in added))
+    result = box.run(" && ".join(commands), timeout=120)
+    if result.exit_code != 0:
+        log.warning("could not restore the base to run it again: %s", tail(result.output))
+    return result.exit_code == 0
 
 
 def apply_patch(box: Sandbox, path: str) -> bool:

@@ -13,7 +13,7 @@ from typing import Any, cast
 import pytest
 
 from streams.core.settings import DockerSettings, ValidateSettings
-from streams.evaluation.grading import Run, Verdict
+from streams.evaluation.grading import Run, Verdict, judge_three
 from streams.evaluation.log_parsers import log_parser
 from streams.evaluation.prover import (
     APPLY_COMMANDS,
@@ -27,6 +27,7 @@ from streams.evaluation.prover import (
     read_report,
     rebuild_after,
     report_file,
+    resting_on_base,
     split_report,
     touches_compiled_sources,
     why_no_fail_to_pass,
@@ -339,3 +340,30 @@ def test_verify_rejects_a_recipe_whose_run_reports_no_test() -> None:
     passing = ScriptedBox(lambda command, files: ok(pytest_log({KEPT: "passed"})))
     assert prover().verify(environment(passing), "t", ["tests/test_a.py"]) == 1
     assert re.search(r"tests/test_a\.py", passing.commands[-1])
+
+
+def test_a_fail_to_pass_only_the_bases_one_run_says_failed_is_run_again() -> None:
+    base = Run({"s": "failed", "s::old": "passed", "s::flake": "failed", "t": "passed"}, 1.0, False)
+    test_only = Run({"t": "failed"}, 1.0, False)  # the suite ``s`` did not build
+    fixed = Run(
+        {
+            "s": "passed",
+            "s::old": "passed",
+            "s::flake": "passed",
+            "s::new": "passed",
+            "t": "passed",
+        },
+        1.0,
+        False,
+    )
+    three = judge_three([base], [test_only], [fixed], changed=["s::changed"])
+    # ``s::new`` is new (not at the base) and ``t`` failed with the test patch: both stand;
+    # ``s`` and ``s::flake`` rest on the base's one run
+    assert three.fail_to_pass == ["s", "s::flake", "s::new", "t"]
+    assert resting_on_base(three) == ["s", "s::flake"]
+    again = Run(
+        {"s": "passed", "s::old": "passed", "s::flake": "passed", "t": "passed"}, 1.0, False
+    )
+    confirmed = judge_three([base, again], [test_only], [fixed])
+    assert confirmed.fail_to_pass == ["s::new", "t"] and resting_on_base(confirmed) == []
+    assert confirmed.flaky == ["s", "s::flake"]

@@ -8,7 +8,7 @@ import pytest
 
 from streams.evaluation.recipes.languages import language_named
 from streams.evaluation.recipes.languages.cpp.changed import changed_cases
-from streams.evaluation.recipes.languages.cpp.registered import registered_names, defined_functions
+from streams.evaluation.recipes.languages.cpp.registered import defined_functions, registered_names
 from tests.streams.evaluation.test_js_recipes import tree
 
 pytestmark = pytest.mark.unit

@@ -525,3 +525,15 @@ def test_a_test_a_patch_adds_where_cmake_reads_the_sources_is_registered(
         "test_one": "passed",
         "test_two": "passed",
     }, patched.stdout
+    # the patch taken off again (the base run once more): CMake sees the tree as it was
+    subprocess.run(["git", "checkout", "-q", "HEAD", "--", "."], cwd=tmp_path, check=True)
+    restored = run(tmp_path, "--report", "restored.xml")
+    assert parse_swe_ctest_report((tmp_path / "restored.xml").read_bytes()) == {
+        "test_one": "passed"
+    }, restored.stdout
+    # and a tree as CMake last saw it is not configured again
+    seen = tmp_path / "build" / swe_ctest.TREE_SEEN
+    written = seen.stat().st_mtime_ns
+    os.utime(seen, ns=(written - 10**9, written - 10**9))
+    run(tmp_path, "--report", "again.xml")
+    assert seen.stat().st_mtime_ns == written - 10**9

@@ -82,6 +82,7 @@ _MAKE_RULE = re.compile(r"^([^#\t:=%\s][^:=]*?)\s*::?(?:$|[^=])")
 _MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
 _PROGRAM_SOURCES = (".c", ".cc", ".cpp", ".cxx")
 _PROGRAM_RULES = ("test-{}", "test_{}", "{}-test", "{}_test", "check-{}")  # a program's rule
+TREE_SEEN = ".swe-ctest-tree"  # in the build directory: the tree's status CMake last saw
 MOST_RUN_AGAIN = 50  # failed tests run again alone (more: the suite fails as it is)
 OUTPUT_BYTES = 4 << 20  # of each test's output kept in CTest's report
 
@@ -91,25 +92,33 @@ def say(line: str) -> None:
     sys.stdout.flush()
 
 
-def tree_changed() -> bool:
-    """Whether the working tree differs from its commit (a patch applied); True when git
-    cannot say."""
+def tree_status() -> str | None:
+    """``git status --porcelain`` of the working tree: empty when it is its commit's; None
+    when git cannot say."""
     try:
         status = subprocess.run(
             ["git", "status", "--porcelain"], capture_output=True, text=True, timeout=120
         )
     except (OSError, subprocess.SubprocessError):
-        return True
-    return status.returncode != 0 or bool(status.stdout.strip())
+        return None
+    return status.stdout if status.returncode == 0 else None
 
 
 def reconfigure(directory: str) -> None:
-    """Configure the CMake build again from its cache, where the tree changed. Some projects
-    read their sources when CMake configures (``file(STRINGS)`` of each test file's
-    ``DEFINE_TEST`` lines, one CTest test per line): such a read is no dependency of the build,
-    so a test a patch adds is not CTest's until CMake configures again. A failed configure
-    leaves the build as it was, and the build then says what does not compile."""
-    if not tree_changed():
+    """Configure the CMake build again from its cache, where the tree is not as it was when
+    CMake last configured (its commit's, at the image's build; a patch applied, or taken off
+    again). Some projects read their sources when CMake configures (``file(STRINGS)`` of each
+    test file's ``DEFINE_TEST`` lines, one CTest test per line; a ``file(GLOB)`` of the test
+    sources): such a read is no dependency of the build, so a test a patch adds (or a source
+    it took away) is not CTest's until CMake configures again. A failed configure leaves the
+    build as it was, and the build then says what does not compile."""
+    status = tree_status()
+    seen = os.path.join(directory, TREE_SEEN)
+    last = ""  # the image's build configured its commit's tree
+    if os.path.isfile(seen):
+        with open(seen, encoding="utf-8", errors="replace") as handle:
+            last = handle.read()
+    if status is not None and status == last:
         return
     configured = subprocess.run(
         ["cmake", directory], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -118,6 +127,9 @@ def reconfigure(directory: str) -> None:
     if configured.returncode != 0:
         sys.stdout.write(configured.stdout[-4000:])
         say(f"{MARK} configuring again failed (exit {configured.returncode}); building as it was")
+    elif status is not None and os.path.isdir(directory):
+        with open(seen, "w", encoding="utf-8") as handle:
+            handle.write(status)
 
 
 def build(command: list[str]) -> int:
