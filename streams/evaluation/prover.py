@@ -529,15 +529,20 @@ def resting_on_base(three: ThreeRunVerdict) -> list[str]:
 
 
 def restore_base(box: Sandbox, patches: list[str]) -> bool:
-    """The box's tree back at the base commit: the files the ``patches`` changed checked out
-    again, the ones they added removed (built files, outside git, are kept, so only what
-    changed compiles again). False when git could not."""
-    added = sorted(
-        {f.new for patch in patches for f in file_patches(patch) if f.new and f.new != f.old}
-    )
-    commands = ["git checkout -q HEAD -- ."]
+    """The box's tree back at the base commit where the ``patches`` changed it: the files they
+    changed or deleted checked out again, the ones they added (or renamed to) removed. Nothing
+    else is touched: built files are kept, so only what changed compiles again, and so are the
+    files the image's build wrote (a resolved lockfile). False when git could not."""
+    files = [f for patch in patches for f in file_patches(patch)]
+    changed = sorted({f.old for f in files if f.old})
+    added = sorted({f.new for f in files if f.new and f.new != f.old} - set(changed))
+    commands = []
+    if changed:
+        commands.append("git checkout -q HEAD -- " + " ".join(map(shlex.quote, changed)))
     if added:
-        commands.append("rm -f -- " + " ".join(shlex.quote(path) for path in added))
+        commands.append("rm -f -- " + " ".join(map(shlex.quote, added)))
+    if not commands:
+        return True
     result = box.run(" && ".join(commands), timeout=120)
     if result.exit_code != 0:
         log.warning("could not restore the base to run it again: %s", tail(result.output))
