@@ -604,21 +604,22 @@ class RepoCache:
         }
         return [(path, urls.get(path, ""), link) for path, link in sorted(links.items())]
 
-    def archive_with_submodules(self, repo: str, commit: str) -> tuple[bytes, list[str]]:
+    def archive_with_submodules(self, repo: str, commit: str) -> tuple[bytes, dict[str, str]]:
         """``archive`` with each submodule's tree at its pinned commit under its path (fetched
-        through the URL template like any repository); and why a submodule is not there."""
+        through the URL template like any repository); and, by path, why a submodule is not
+        there."""
         archive = self.archive(repo, commit)
-        problems: list[str] = []
+        problems: dict[str, str] = {}
         for path, url, sha in self.submodules(repo, commit):
             name = submodule_repository(url, repo)
             if name is None:
-                problems.append(f"submodule {path}: {url!r} is not a repository we can clone")
+                problems[path] = f"submodule {path}: {url!r} is not a repository we can clone"
                 continue
             try:
                 self.ensure(name, sha)
                 archive = _tar_with(archive, self.archive(name, sha), path)
             except (GitError, ValueError) as exc:
-                problems.append(f"submodule {path} ({url}) at {sha[:12]}: {exc}")
+                problems[path] = f"submodule {path} ({url}) at {sha[:12]}: {exc}"
         return archive, problems
 
     def file_at(self, repo: str, commit: str, path: str) -> bytes | None:

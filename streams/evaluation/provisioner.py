@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,7 +19,13 @@ from typing import Any
 
 from streams.core.settings import DockerSettings
 from streams.evaluation.environments import BuiltImage, EnvironmentBuilder, ImageBuildError
-from streams.evaluation.reasons import INSTALL_FAILED, TAIL_CHARS, ValidationFailed, tail
+from streams.evaluation.reasons import (
+    INSTALL_FAILED,
+    SUBMODULE_MISSING,
+    TAIL_CHARS,
+    ValidationFailed,
+    tail,
+)
 from streams.evaluation.recipe_chooser import RecipeChooser
 from streams.evaluation.recipes.languages import interpreter_of
 from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
@@ -145,6 +152,11 @@ class ImageProvisioner:
             built += 1
             yield environment
         if not built:
+            missing = needed_submodules(tree, failures)
+            if missing:  # a build that fails where a submodule it reads is not there
+                raise ValidationFailed(
+                    SUBMODULE_MISSING, "; ".join(missing) + "\n" + "\n".join(failures)
+                )
             raise ValidationFailed(INSTALL_FAILED, "\n".join(failures))
 
     def environment(
@@ -165,3 +177,17 @@ class ImageProvisioner:
         environment = next(candidates)
         candidates.close()
         return environment
+
+
+def needed_submodules(tree: TreeFiles, failures: list[str]) -> list[str]:
+    """Why each submodule the tree lacks is not there, for those the failed builds' logs name:
+    its path, or a file under it as a build tool writes one relative to its own directory
+    (``munit/munit.c`` for ``tests/munit``). A build that cannot work here."""
+    text = "\n".join(failures)
+    needed = []
+    for path, why in tree.missing_submodules.items():
+        under = re.escape(path.rstrip("/").rsplit("/", 1)[-1]) + "/"
+        pattern = rf"(?:^|[^\w.-])(?:{re.escape(path)}(?![\w.-])|{under})"
+        if re.search(pattern, text, re.MULTILINE):
+            needed.append(why)
+    return needed

@@ -86,9 +86,11 @@ class RecipeChooser:
         """Blocking: ``repo``'s files at ``base_commit`` (cloned, or reused)."""
         self.repos.ensure(repo, base_commit)
         archive, problems = self.repos.archive_with_submodules(repo, base_commit)
-        for problem in problems:
+        for problem in problems.values():
             log.info("%s: %s", repo, problem)
-        return TreeFiles(archive)
+        tree = TreeFiles(archive)
+        tree.missing_submodules = problems
+        return tree
 
     def recipes(
         self,

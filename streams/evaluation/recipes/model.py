@@ -97,6 +97,8 @@ class TreeFiles:
         self._links: dict[str, str] = {}  # a link in the tree -> the file it names
         self.escaping: dict[str, str] = {}  # a link out of the tree -> where it points
         self._container_tar: bytes | None = None
+        # a submodule's path -> why its files are not in the tree (not fetched, unreachable)
+        self.missing_submodules: dict[str, str] = {}
         for name, target in links.items():
             resolved = _resolve_link(name, links, set(self._members))
             if resolved is None:

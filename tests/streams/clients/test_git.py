@@ -519,5 +519,5 @@ def test_submodules_are_archived_at_their_pinned_commit_under_their_path(tmp_pat
     assert files["tests/data/cases/a.toml"] == b"a = 1\n"
     assert "tests/data/cases/b.toml" not in files  # the pinned commit, not the branch
     assert files["app.py"] == b"x = 1\n"
-    assert problems == ["submodule tests/gone: 'https://example.org/gone.git' is not a "
-                        "repository we can clone"]  # fmt: skip
+    assert problems == {"tests/gone": "submodule tests/gone: 'https://example.org/gone.git' is "
+                        "not a repository we can clone"}  # fmt: skip

@@ -57,15 +57,15 @@ def archive(files: dict[str, str]) -> bytes:
 class Clones:
     """A ``RepoCache``'s face to the chooser: one repository's files, at any commit."""
 
-    def __init__(self, files: dict[str, str], problems: tuple[str, ...] = ()):
+    def __init__(self, files: dict[str, str], problems: dict[str, str] | None = None):
         self.files = files
-        self.problems = list(problems)
+        self.problems = dict(problems or {})
         self.ensured: list[tuple[str, str]] = []
 
     def ensure(self, repo: str, commit: str) -> None:
         self.ensured.append((repo, commit))
 
-    def archive_with_submodules(self, repo: str, commit: str) -> tuple[bytes, list[str]]:
+    def archive_with_submodules(self, repo: str, commit: str) -> tuple[bytes, dict[str, str]]:
         return archive(self.files), self.problems
 
     def release_tag(self, repo: str, commit: str) -> str | None:
@@ -119,7 +119,7 @@ def pythons(recipes: list[InstallRecipe]) -> list[str | None]:
 
 
 def test_the_tree_is_the_clones_archive_at_the_commit(caplog: pytest.LogCaptureFixture) -> None:
-    clones = Clones(PYTHON_TREE, problems=("submodule vendor/x is not there",))
+    clones = Clones(PYTHON_TREE, problems={"vendor/x": "submodule vendor/x is not there"})
     found = RecipeChooser(
         clones,  # type: ignore[arg-type]
         lambda: Engine(BUILT),
@@ -131,6 +131,7 @@ def test_the_tree_is_the_clones_archive_at_the_commit(caplog: pytest.LogCaptureF
         tree = found.tree("o/r", COMMIT)
     assert tree.names == sorted(PYTHON_TREE) and clones.ensured == [("o/r", COMMIT)]
     assert "submodule vendor/x is not there" in caplog.text
+    assert tree.missing_submodules == {"vendor/x": "submodule vendor/x is not there"}
 
 
 def test_the_interpreter_images_are_those_the_engine_has(caplog: pytest.LogCaptureFixture) -> None:
