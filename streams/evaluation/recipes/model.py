@@ -161,8 +161,10 @@ class TreeFiles:
         member = self._members.get(self._links.get(path, path))
         if member is None or member.size > limit:
             return None
+        # by the member read at the start, not its name: a name is found by reading every
+        # header again, once per file read (a test directory's sources are read one by one)
         with tarfile.open(fileobj=io.BytesIO(self.tar_bytes)) as tar:
-            handle = tar.extractfile(member.name)
+            handle = tar.extractfile(member)
             return handle.read() if handle else None
 
 
