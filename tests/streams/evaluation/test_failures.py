@@ -79,6 +79,20 @@ pytestmark = pytest.mark.unit
             "compile\n",
             "the project's own install script fails (npm run compile)",
         ),
+        (
+            "install_failed",
+            "go: github.com/sblinch/kdl-go@v0.0.0-20231112203113-9fa9a505b79a: reading "
+            "https://proxy.golang.org/github.com/sblinch/kdl-go/@v/v0.0.0-20231112203113-"
+            "9fa9a505b79a.mod: 403 Forbidden\n\tserver response: This module version is not "
+            "available.",
+            "a required module is not in the module proxy "
+            "(github.com/sblinch/kdl-go@v0.0.0-20231112203113-9fa9a505b79a)",
+        ),
+        (
+            "install_failed",
+            "verifying github.com/pkg/errors@v0.9.1: checksum mismatch\n\tdownloaded: h1:a=",
+            "a required module is not in the module proxy (github.com/pkg/errors@v0.9.1)",
+        ),
         ("install_failed", "something nobody has seen", None),
         ("no_fail_to_pass", "ReferenceError: x is not defined", None),  # not a log reason
     ],

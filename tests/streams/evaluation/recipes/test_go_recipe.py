@@ -174,6 +174,25 @@ def test_the_fingerprint_reads_go_mod_go_sum_and_go_work() -> None:
     assert language.fingerprint_files(names) == ["go.mod", "go.sum", "go.work", "sub/go.mod"]
 
 
+def _run_swe_go_test(tmp_path: Path, *args: str) -> tuple[int, dict[str, str]]:
+    """swe-go-test run with the host's go, offline, in the repository ``tree_of`` made."""
+    script = Path(__file__).parents[4] / "streams/evaluation/recipes/languages/go/swe_go_test.py"
+    go = shutil.which("go")
+    assert go is not None, "the host's go (the machines have one) runs the script here"
+    env = {
+        "PATH": f"{Path(go).parent}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "GOPROXY": "off",  # nothing to download: the modules have no requirement
+        "GOTOOLCHAIN": "local",
+        "GOCACHE": str(tmp_path / "cache"),
+    }
+    done = subprocess.run(
+        [sys.executable, str(script), "-count=1", "-json", *args],
+        cwd=tmp_path / "repo", env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return done.returncode, dict(parse_go_test_json(done.stdout))
+
+
 def test_swe_go_test_runs_the_packages_of_two_modules_each_from_its_module(tmp_path: Path) -> None:
     """The runner script with the host's go, offline: a root module and a nested one without a
     workspace; targets as directories and as import paths (a check command's)."""
@@ -188,25 +207,7 @@ def test_swe_go_test_runs_the_packages_of_two_modules_each_from_its_module(tmp_p
             "tools/lib_test.go": LIB_TEST.replace("Double(2) != 4", "Double(2) != 5"),
         },
     )
-    script = Path(__file__).parents[4] / "streams/evaluation/recipes/languages/go/swe_go_test.py"
-    go = shutil.which("go")
-    assert go is not None, "the host's go (the machines have one) runs the script here"
-    env = {
-        "PATH": f"{Path(go).parent}:/usr/bin:/bin",
-        "HOME": str(tmp_path),
-        "GOPROXY": "off",  # nothing to download: the modules have no requirement
-        "GOTOOLCHAIN": "local",
-        "GOCACHE": str(tmp_path / "cache"),
-    }
-
-    def run(*args: str) -> tuple[int, dict[str, str]]:
-        done = subprocess.run(
-            [sys.executable, str(script), "-count=1", "-json", *args],
-            cwd=tmp_path / "repo", env=env, capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        return done.returncode, dict(parse_go_test_json(done.stdout))
-
-    code, statuses = run(".", "./tools")
+    code, statuses = _run_swe_go_test(tmp_path, ".", "./tools")
     assert code == 1  # the nested module's test fails
     assert statuses == {
         "example.com/root/TestDouble": "passed",
@@ -214,11 +215,97 @@ def test_swe_go_test_runs_the_packages_of_two_modules_each_from_its_module(tmp_p
         "example.com/tools/TestDouble": "failed",
         "example.com/tools/TestDouble/two": "failed",
     }
-    code, statuses = run("-run=^TestDouble$/^two$", "example.com/root")
+    code, statuses = _run_swe_go_test(tmp_path, "-run=^TestDouble$/^two$", "example.com/root")
     assert code == 0 and set(statuses) == {
         "example.com/root/TestDouble",
         "example.com/root/TestDouble/two",
     }
+
+
+def test_swe_go_test_runs_a_module_the_workspace_does_not_use_outside_it(tmp_path: Path) -> None:
+    """A go.work that uses the root module and a tests module, and a plugin module it does not
+    use (go refuses to run that one in the workspace): each runs, the plugin's with GOWORK=off,
+    the others' in the workspace (the tests module reaches the root's code through it)."""
+    tree_of(
+        tmp_path,
+        {
+            "go.work": "go 1.18\n\nuse (\n\t.\n\t./tests\n)\n",
+            "go.mod": go_mod("example.com/root"),
+            "lib.go": LIB,
+            "tests/go.mod": go_mod(
+                "example.com/tests", extra="\nrequire example.com/root v0.0.0\n"
+            ),
+            "tests/lib_test.go": 'package tests\n\nimport (\n\t"testing"\n\n\t'
+            'lib "example.com/root"\n)\n\n'
+            "func TestRoot(t *testing.T) {\n\tif lib.Double(3) != 6 {\n\t\tt.Fatal()\n\t}\n}\n",
+            "plugins/kdl/go.mod": go_mod("example.com/root/plugins/kdl"),
+            "plugins/kdl/lib.go": LIB,
+            "plugins/kdl/lib_test.go": LIB_TEST,
+        },
+    )
+    code, statuses = _run_swe_go_test(tmp_path, "./tests", "./plugins/kdl")
+    assert code == 0, statuses
+    assert statuses == {
+        "example.com/tests/TestRoot": "passed",
+        "example.com/root/plugins/kdl/TestDouble": "passed",
+        "example.com/root/plugins/kdl/TestDouble/two": "passed",
+    }
+
+
+def _git_diff(root: Path, files: dict[str, str]) -> str:
+    """The ``git diff`` of writing ``files`` into the repository at ``root`` (new ones too)."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    return subprocess.run(
+        ["git", "-C", str(root), "diff", "--cached"], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def test_a_module_the_pr_adds_outside_the_workspace_is_installed_and_run_as_its_own(
+    tmp_path: Path,
+) -> None:
+    """A PR that adds a plugin module (its go.mod, go.sum and code) to a repository whose
+    go.work does not use it: the module's files go to the env layer to be downloaded, its
+    packages run through swe-go-test (from its own directory), and the base's build step
+    does not enter the directory the base lacks."""
+    tree = tree_of(
+        tmp_path,
+        {"go.mod": go_mod("example.com/m"), "go.work": "go 1.18\n\nuse .\n", "lib.go": LIB},
+    )
+    plugin_mod = go_mod("example.com/m/plugins/kdl", "1.21", "\nrequire example.com/dep v1.0.0\n")
+    plugin_sum = "example.com/dep v1.0.0 h1:abc=\nexample.com/dep v1.0.0/go.mod h1:def=\n"
+    test_patch = _git_diff(tmp_path / "repo", {"plugins/kdl/kdl_test.go": LIB_TEST})
+    fix = _git_diff(
+        tmp_path / "repo",
+        {
+            "plugins/kdl/go.mod": plugin_mod,
+            "plugins/kdl/go.sum": plugin_sum,
+            "plugins/kdl/lib.go": LIB,
+        },
+    )
+    changed = [
+        "plugins/kdl/go.mod",
+        "plugins/kdl/go.sum",
+        "plugins/kdl/lib.go",
+        "plugins/kdl/kdl_test.go",
+    ]
+    recipes, _ = infer_recipes(
+        tree, repo="o/m", images={"go": GO_IMAGES}, changed_files=changed, diffs=(test_patch, fix)
+    )
+    recipe = recipes[0]
+    assert recipe.dependency_files["plugins/kdl/go.mod"] == plugin_mod.encode()
+    assert recipe.dependency_files["plugins/kdl/go.sum"] == plugin_sum.encode()
+    assert RUNNER_SCRIPT in recipe.dependency_files and RUNNER_SCRIPT in recipe.test_command
+    assert recipe.sources[:2] == ("go.mod", "plugins/kdl/go.mod")
+    assert "go:1.24" in recipe.sources  # the added module asks for go 1.21: 1.19 is too old
+    assert not any("plugins/kdl" in step for step in recipe.install_commands)
+    assert "plugins/kdl" in recipe.env_commands[0]
+    # the same PR's recipe without its diffs: the base's module alone, run by go test
+    base, _ = infer_recipes(tree, repo="o/m", images={"go": GO_IMAGES}, changed_files=changed)
+    assert "plugins/kdl/go.mod" not in base[0].dependency_files
+    assert base[0].test_command.startswith("go test")
 
 
 def test_the_tests_a_patch_changes_are_read_off_its_hunks(tmp_path: Path) -> None:

@@ -21,8 +21,10 @@ from streams.evaluation.recipes.languages.go.recipe import (
     go_recipe,
     go_versions,
     is_go_tree,
+    pull_request_go_facts,
     read_go_facts,
     tested_modules,
+    with_added_modules,
 )
 from streams.evaluation.recipes.languages.go.runners import gotest
 from streams.evaluation.recipes.languages.go.tags import build_tags
@@ -73,7 +75,10 @@ class Go(Language):
         ),
         Cause(
             "install_failed",
-            r"(?:reading|verifying) (\S+@\S+).*(?:404|410|not found|checksum mismatch)",
+            # ``go: <module>@<version>: reading <proxy URL>: 404 Not Found`` (403: a proxy
+            # that serves no such version), or ``verifying <module>@<version>: checksum ...``
+            r"go: (\S+@[^\s:]+): (?:reading|verifying) .*(?:403|404|410|not found)|"
+            r"verifying (\S+@[^\s:]+).*checksum mismatch",
             "a required module is not in the module proxy ({0})",
         ),
         Cause(
@@ -107,6 +112,14 @@ class Go(Language):
         images = inputs.images_of(self.toolchain)
         tags = build_tags(tree, inputs.changed_files)
         return go_recipe(facts, version, images, inputs.changed_files, tags)
+
+    def infer(self, tree: TreeFiles, inputs: Inputs) -> tuple[list[InstallRecipe], Any]:
+        facts = self.facts(tree)
+        if facts is None:
+            return [], None
+        if inputs.diffs:  # the modules the PR adds, read off the tree its diffs leave
+            facts = with_added_modules(facts, pull_request_go_facts(tree, inputs.diffs))
+        return [self.recipe(tree, facts, v, inputs) for v in self.versions(facts, inputs)], facts
 
     def no_recipe(self, facts: Any, inputs: Inputs) -> tuple[str, str]:
         built = ", ".join(sorted(inputs.images_of(self.toolchain))) or "none built"

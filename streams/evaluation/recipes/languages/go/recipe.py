@@ -18,7 +18,7 @@ from __future__ import annotations
 import posixpath
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 
 from streams.evaluation.recipes.languages import version_key
@@ -31,6 +31,7 @@ from streams.evaluation.recipes.languages.go.gomod import (
 )
 from streams.evaluation.recipes.languages.go.toolchain import PATCH_OF
 from streams.evaluation.recipes.model import ENV_DIR, InstallRecipe, TreeFiles
+from streams.evaluation.recipes.patched import FactsAfterDiffs
 
 LANGUAGE_NAME = "Go"
 RUNNER = "go-test"
@@ -56,6 +57,7 @@ class GoFacts:
     work: GoWork | None = None
     work_text: bytes | None = None
     cgo: bool = False  # a non-test file imports "C"
+    added: tuple[str, ...] = ()  # module directories the PR adds (not in the base tree)
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -114,6 +116,34 @@ def read_go_facts(tree: TreeFiles, cgo: bool = True) -> GoFacts | None:
         facts.problems += facts.work.problems
     facts.cgo = cgo and _needs_cgo(tree)
     return facts
+
+
+# The modules of the tree a PR's diffs leave, when they change a go.mod or the go.work (None
+# when they change neither): a module the PR adds is installed and tested as a module of its own
+pull_request_go_facts = FactsAfterDiffs(
+    lambda tree: read_go_facts(tree, cgo=False),
+    lambda path: posixpath.basename(path) in ("go.mod", "go.sum", "go.work"),
+    lambda path: posixpath.basename(path) in ("go.mod", "go.work"),
+)
+
+
+def with_added_modules(facts: GoFacts, after: GoFacts | None) -> GoFacts:
+    """``facts`` with the modules ``after`` (the PR's tree) has and the base has not: their
+    go.mod and go.sum are downloaded in the env layer like the others', and their packages
+    run from their own directory (a workspace does not use them). The base's own modules and
+    workspace stay as the base has them: the base's tests run with those."""
+    if after is None:
+        return facts
+    added = {d: m for d, m in after.modules.items() if d not in facts.modules}
+    if not added:
+        return facts
+    return replace(
+        facts,
+        modules={**facts.modules, **added},
+        texts={**facts.texts, **{d: after.texts[d] for d in added}},
+        sums={**facts.sums, **{d: after.sums[d] for d in added if d in after.sums}},
+        added=tuple(sorted(added)),
+    )
 
 
 def _needs_cgo(tree: TreeFiles) -> bool:
@@ -271,6 +301,7 @@ def go_recipe(
         f"(go test {WARM_OPTIONS}{' -tags=' + ','.join(tags) if tags else ''} ./... "
         "> /dev/null 2>&1 || true))"
         for d in modules
+        if d not in facts.added  # the base has no such directory yet
     ]
     return InstallRecipe(
         language=LANGUAGE_NAME,

@@ -11,6 +11,8 @@ A TARGET is a package directory of the repository (``.``, ``./pkg``) or an impor
 (``example.com/mod/pkg``, as a test id names it). Each module's targets run in one
 ``go test`` from the module's directory; the output is go's own (``-json`` events name each
 test's package by import path, whichever directory ran it). The exit status is the worst.
+A module the repository's ``go.work`` does not use (a plugin module of its own, or one a pull
+request adds) runs with ``GOWORK=off``: in the workspace go refuses to run it at all.
 
 Not imported by swe-stream itself: it runs in the container, with the standard library only.
 """
@@ -46,6 +48,23 @@ def modules(root: str) -> dict[str, str]:
     return found
 
 
+def workspace_uses(root: str) -> set[str] | None:
+    """The module directories ``root``'s ``go.work`` uses (relative, normalised), read by
+    ``go work edit -json``; None without a workspace (or one go cannot read)."""
+    if os.environ.get("GOWORK") == "off" or not os.path.isfile(os.path.join(root, "go.work")):
+        return None
+    result = subprocess.run(
+        ["go", "work", "edit", "-json", os.path.join(root, "go.work")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        return None
+    uses = json.loads(result.stdout).get("Use") or []
+    return {os.path.normpath(use.get("DiskPath", "")) for use in uses if use.get("DiskPath")}
+
+
 def module_dir_of(directory: str, directories: set[str]) -> str:
     """The nearest module directory at or above ``directory`` ("." at the top)."""
     while directory not in directories and directory not in ("", "."):
@@ -77,10 +96,13 @@ def main(argv: list[str]) -> int:
     for target in targets:
         home, relative = place(target, by_path)
         groups.setdefault(home, []).append(relative)
+    uses = workspace_uses(".")
     worst = 0
     for home, packages in groups.items():
         sys.stdout.flush()
-        code = subprocess.call(["go", "test", *options, *packages], cwd=home)
+        outside = uses is not None and home in by_path.values() and home not in uses
+        environment = {**os.environ, "GOWORK": "off"} if outside else None
+        code = subprocess.call(["go", "test", *options, *packages], cwd=home, env=environment)
         worst = max(worst, code)
     return worst
 
