@@ -3,6 +3,7 @@ why the others do not.
 
     python -m benchmarks.yield [--corpus DIR] [--repos tenacity,pyjwt] [--json FILE]
                                [--concurrency 1,default] [--agent-script PATH]
+                               [--stop-after MINUTES] [--resume FILE]
 
 The corpus (default ``../shared/fixtures/corpus``; see its README: its ``repos/`` remotes are
 made on this machine from fetched snapshots, with ``corpus-remotes --into DIR`` when the corpus
@@ -39,6 +40,12 @@ with their step and elapsed time): on a terminal, ``mine``'s live view; otherwis
 lines (funnel, hours, image builds), echoed as they come; ``<workdir>/mine.log`` keeps its
 whole output.
 
+A run can be taken in parts: ``--stop-after MINUTES`` stops ``mine`` (SIGTERM, as a user would)
+that long after it started, and the PRs it had not decided are rows of status ``undecided``;
+``--resume FILE`` (an earlier run's JSON) keeps that run's decided rows, mines the other PRs
+alone, and reports on them all, saying which commit of swe-stream each part ran (the JSON's
+``head``; a part of another commit is said so).
+
 The rows are also written as JSON (``--json``, default ``<workdir>/yield.json``). A benchmark,
 not a test: the whole corpus takes about 7 minutes at the default concurrency on two cores.
 Always exits 0 unless the run itself broke (no Docker, no corpus).
@@ -52,12 +59,14 @@ import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -84,6 +93,9 @@ SWE_STREAM = str(Path(sys.executable).with_name("swe-stream"))
 # validate's reasons that say the tests ran at the base commit (and what they showed)
 TESTS_RAN = {"no_fail_to_pass", "fail_to_pass_flaky", "tests_timed_out"}
 STAGES = ("prefilter", "enrich", "classify", "extract", "validate", "score", "export")
+UNDECIDED = "undecided"  # a row's status when its run stopped before its PR was decided
+STOP_GRACE_SECONDS = 120.0  # mine's time to stop after SIGTERM (its containers removed)
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass
@@ -112,6 +124,11 @@ class Row:
     @property
     def tests_ran(self) -> bool:
         return self.validated or self.reason in TESTS_RAN
+
+    @property
+    def decided(self) -> bool:
+        """Whether its run decided the PR: validated, or rejected or failed at a stage."""
+        return self.validated or self.status in ("rejected", "failed")
 
     @property
     def by_agent(self) -> bool:
@@ -271,6 +288,9 @@ def print_report(rows: list[Row], corpus: Corpus, seconds: float) -> None:
     print(f"\nmined in {seconds / 60:.1f} min")
     print(f"environments: {ran_repos} of {len(corpus.repositories)} repositories ran their tests")
     print(f"validated: {validated} of {len(rows)} PRs ({share:.0f}%)")
+    undecided = sum(r.status == UNDECIDED for r in rows)
+    if undecided:
+        print(f"undecided: {undecided} PRs (the run stopped first; --resume its JSON for them)")
     through = sum(r.validated and (r.by_agent or r.remembered) for r in rows)
     print(
         f"setup agent: {through} PRs of {len(agent_repos)} repositories validated with its "
@@ -284,10 +304,12 @@ def mine_corpus(
     concurrency: int = 2,
     package_cache: str | None = None,
     agent_script: AgentScript | None = None,
+    stop_after: float | None = None,
 ) -> tuple[list[Row], float]:
     """Serve ``corpus``, run ``swe-stream mine --once`` on it (an embedded broker of its own),
     and read back a row per PR; the seconds it took. ``agent_script``: the setup agent's
-    model is that script, served on 127.0.0.1."""
+    model is that script, served on 127.0.0.1. ``stop_after``: seconds after which mine is
+    stopped, the PRs it had not decided then marked ``undecided``."""
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with (
@@ -309,10 +331,12 @@ def mine_corpus(
             "--source", str(world.hour_file), "-o", str(workdir / "tasks"),
             "--metrics-port", "0",
         ]  # fmt: skip
-        code = run_mine(command, env, workdir / "mine.log")
-        if code != 0:
+        code, stopped = run_mine(command, env, workdir / "mine.log", stop_after)
+        if code != 0 and not stopped:
             print(f"mine exited {code}; see {workdir / 'mine.log'}", file=sys.stderr)
         rows = asyncio.run(collect(broker.bootstrap, corpus))
+        if stopped:
+            print(f"stopped: {mark_undecided(rows)} PRs undecided", flush=True)
         if agent_script is not None:
             print(f"scripted agent: answered {scripted.requests} requests", flush=True)
     return rows, time.monotonic() - started
@@ -322,23 +346,93 @@ def mine_corpus(
 PROGRESS_LINE = re.compile(rb" swe_stream\.(progress|supervise|ingest): ")
 
 
-def run_mine(command: list[str], env: dict[str, str], log_path: Path) -> int:
-    """Run ``swe-stream mine``, its output in ``log_path``; its exit code. On a terminal it
-    draws its live view there (and logs only to it); otherwise its progress lines are echoed
-    here as they come."""
+def run_mine(
+    command: list[str], env: dict[str, str], log_path: Path, stop_after: float | None = None
+) -> tuple[int, bool]:
+    """Run ``swe-stream mine``, its output in ``log_path``; its exit code, and whether it was
+    stopped at ``stop_after`` seconds (SIGTERM, then SIGKILL after ``STOP_GRACE_SECONDS``). On
+    a terminal it draws its live view there (and logs only to it); otherwise its progress
+    lines are echoed here as they come."""
+    live = sys.stderr.isatty()
     with open(log_path, "wb") as log:
-        if sys.stderr.isatty():
-            return subprocess.run(command, env=env, stdout=log).returncode
-        with subprocess.Popen(
-            [*command, "--no-live"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        ) as mine:
-            assert mine.stdout is not None
-            for line in mine.stdout:
-                log.write(line)
-                if PROGRESS_LINE.search(line):
-                    sys.stdout.write(line.decode("utf-8", errors="replace"))
-                    sys.stdout.flush()
-        return mine.returncode
+        mine = subprocess.Popen(
+            command if live else [*command, "--no-live"],
+            env=env,
+            stdout=log if live else subprocess.PIPE,
+            stderr=None if live else subprocess.STDOUT,
+        )
+        stopped = threading.Event()
+        timer = threading.Timer(stop_after or 0.0, _stop, (mine, stopped))
+        if stop_after is not None:
+            timer.start()
+        try:
+            if mine.stdout is not None:
+                for line in mine.stdout:
+                    log.write(line)
+                    if PROGRESS_LINE.search(line):
+                        sys.stdout.write(line.decode("utf-8", errors="replace"))
+                        sys.stdout.flush()
+            code = mine.wait()
+        finally:
+            timer.cancel()
+            if mine.poll() is None:
+                mine.kill()
+                mine.wait()
+    return code, stopped.is_set()
+
+
+def _stop(mine: subprocess.Popen[bytes], stopped: threading.Event) -> None:
+    """Stop ``mine`` as a user would (SIGTERM), and kill it if it has not ended in time."""
+    if mine.poll() is not None:
+        return
+    stopped.set()
+    print(f"benchmarks.yield: --stop-after reached, stopping mine (pid {mine.pid})", flush=True)
+    mine.send_signal(signal.SIGTERM)
+    try:
+        mine.wait(STOP_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        mine.kill()
+
+
+def mark_undecided(rows: list[Row]) -> int:
+    """Mark the rows a stopped run had not decided (``undecided``); how many."""
+    undecided = [row for row in rows if not row.decided]
+    for row in undecided:
+        row.stage, row.status, row.reason = "-", UNDECIDED, "run_stopped"
+        row.detail = row.cause = None
+    return len(undecided)
+
+
+def in_corpus_order(rows: list[Row], corpus: Corpus) -> list[Row]:
+    """``rows`` in the order of ``corpus``'s PRs."""
+    at = {f"{p['repo']}#{p['number']}": i for i, p in enumerate(corpus.pull_requests)}
+    return sorted(rows, key=lambda row: at.get(row.pr, len(at)))
+
+
+def commit_of_checkout() -> str:
+    """The swe-stream commit this run is of (``+changes``: with uncommitted changes)."""
+    git = ["git", "-C", str(REPO_ROOT)]
+    head = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        return "unknown"
+    changed = subprocess.run(
+        [*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+    ).stdout.strip()
+    return head.stdout.strip() + ("+changes" if changed else "")
+
+
+def resumed_rows(path: Path, corpus: Corpus) -> tuple[list[Row], str]:
+    """The decided rows of an earlier run's JSON that are PRs of ``corpus``, and the commit
+    that run was of (CorpusError: no such run)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        listed = data["rows"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CorpusError(f"--resume {path}: not a yield run's JSON: {exc}") from None
+    names = {f.name for f in fields(Row)}
+    keys = {f"{pr['repo']}#{pr['number']}" for pr in corpus.pull_requests}
+    rows = [Row(**{k: v for k, v in row.items() if k in names}) for row in listed]
+    return [r for r in rows if r.pr in keys and r.decided], str(data.get("head") or "unknown")
 
 
 def validation_window(rows: list[Row]) -> float | None:
@@ -403,10 +497,30 @@ def run(args: argparse.Namespace) -> int:
         print(f"benchmarks.yield: {exc}", file=sys.stderr)
         return 2
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="swe-stream-yield-")).absolute()
+    head = commit_of_checkout()
     print(
         f"corpus {corpus.root}: {len(corpus.repositories)} repositories, "
-        f"{len(corpus.pull_requests)} PRs; work in {workdir}",
+        f"{len(corpus.pull_requests)} PRs; work in {workdir}; swe-stream {head}",
         flush=True,
+    )
+    kept: list[Row] = []
+    if args.resume:
+        if len(args.concurrency) > 1:
+            print("benchmarks.yield: --resume takes one --concurrency", file=sys.stderr)
+            return 2
+        try:
+            kept, kept_head = resumed_rows(args.resume, corpus)
+        except CorpusError as exc:
+            print(f"benchmarks.yield: {exc}", file=sys.stderr)
+            return 2
+        other = "" if kept_head == head else f" (another commit than this run's {head})"
+        print(f"resumed: {len(kept)} decided PRs of {args.resume}, swe-stream {kept_head}{other}")
+        head = head if kept_head == head else f"{kept_head} then {head}"
+    done = {row.pr for row in kept}
+    whole = corpus
+    corpus = replace(
+        corpus,
+        pull_requests=[p for p in corpus.pull_requests if f"{p['repo']}#{p['number']}" not in done],
     )
     prepare_tools_layers()
     rates: list[tuple[int, int, float]] = []
@@ -419,17 +533,23 @@ def run(args: argparse.Namespace) -> int:
         workdir_n = workdir / f"concurrency-{concurrency}" if len(args.concurrency) > 1 else workdir
         # each run starts with an empty package cache of its own
         cache = f"swe-stream-yield-packages-{os.getpid()}-{concurrency}"
+        stop_after = args.stop_after * 60 if args.stop_after else None
         try:
-            rows, seconds = mine_corpus(corpus, workdir_n, concurrency, cache, script)
+            rows, seconds = (
+                mine_corpus(corpus, workdir_n, concurrency, cache, script, stop_after)
+                if corpus.pull_requests
+                else ([], 0.0)
+            )
         finally:
             with contextlib.suppress(Exception):
                 docker_from_env().volumes.get(cache).remove(force=True)
-        print_report(rows, corpus, seconds)
+        rows = in_corpus_order([*kept, *rows], whole)
+        print_report(rows, whole, seconds)
         validated = sum(r.validated for r in rows)
         rates.append((concurrency, validated, seconds))
-        print(
-            f"validated PRs per hour at concurrency {concurrency}: {validated * 3600 / seconds:.1f}"
-        )
+        new = sum(r.validated for r in rows if r.pr not in done)
+        rate = new * 3600 / seconds if seconds else 0.0
+        print(f"validated PRs per hour at concurrency {concurrency}: {rate:.1f}")
     if len(rates) > 1:
         print()
         for concurrency, validated, seconds in rates:
@@ -446,7 +566,8 @@ def run(args: argparse.Namespace) -> int:
     out.write_text(
         json.dumps(
             {
-                "corpus": str(corpus.root),
+                "corpus": str(whole.root),
+                "head": head,
                 "finished_at": datetime.now().astimezone().isoformat(),
                 "seconds": round(seconds, 1),
                 "rows": [asdict(r) | {"tests_ran": r.tests_ran} for r in rows],
@@ -475,6 +596,18 @@ def main(argv: list[str] | None = None) -> int:
         default=concurrencies("1,default"),
         help="validations at once: one run per value, same work, images of the run before "
         "removed (numbers or default, this machine's; default: 1,default)",
+    )
+    parser.add_argument(
+        "--stop-after",
+        type=float,
+        metavar="MINUTES",
+        help="stop mine this long after it starts; the PRs it has not decided are 'undecided'",
+    )
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        metavar="FILE",
+        help="an earlier run's JSON: its decided PRs are kept, the others mined",
     )
     parser.add_argument(
         "--agent-script",
