@@ -136,7 +136,7 @@ class RecipeChooser:
         inferred = [
             r for r in recipes[: self.settings.max_toolchain_attempts] if r not in remembered
         ]
-        return tree, [*remembered, *inferred]
+        return tree, [with_missing_submodules(r, tree) for r in [*remembered, *inferred]]
 
     def inferred(
         self,
@@ -291,3 +291,16 @@ class RecipeChooser:
                 self.docker.base_image,
             )
         return present
+
+
+def with_missing_submodules(recipe: InstallRecipe, tree: TreeFiles) -> InstallRecipe:
+    """``recipe`` with a note for each submodule the tree lacks that its notes do not name
+    yet (a language may say its own): a run without any test result is then said to lack a
+    submodule (``prover.why_no_fail_to_pass``), whatever the language, as a failed build
+    that names one is (``provisioner.needed_submodules``)."""
+    said = [
+        why
+        for path, why in tree.missing_submodules.items()
+        if not any(path in note for note in recipe.notes)
+    ]
+    return dataclasses.replace(recipe, notes=(*recipe.notes, *said)) if said else recipe

@@ -17,7 +17,7 @@ import pytest
 from schemas import RememberedRecipe
 from streams.core.settings import DockerSettings, ValidateSettings
 from streams.evaluation.reasons import UNSUPPORTED, ValidationFailed
-from streams.evaluation.recipe_chooser import RecipeChooser, own_sources
+from streams.evaluation.recipe_chooser import RecipeChooser, own_sources, with_missing_submodules
 from streams.evaluation.recipes.languages.javascript.language import NO_NODE
 from streams.evaluation.recipes.languages.python.language import NO_PYTHON
 from streams.evaluation.recipes.memory import RecipeTable, dependency_fingerprint
@@ -132,6 +132,29 @@ def test_the_tree_is_the_clones_archive_at_the_commit(caplog: pytest.LogCaptureF
     assert tree.names == sorted(PYTHON_TREE) and clones.ensured == [("o/r", COMMIT)]
     assert "submodule vendor/x is not there" in caplog.text
     assert tree.missing_submodules == {"vendor/x": "submodule vendor/x is not there"}
+
+
+def test_every_recipe_says_which_submodules_the_tree_lacks() -> None:
+    """Whatever the language: each recipe notes the submodules the clone could not give (a
+    run without a test result is then ``submodule_missing``), once, not where the language's
+    own note names it already."""
+    why = "submodule vendor/x (https://example.org/x.git) at 0123456789ab: no such host"
+    clones = Clones(JS_TREE, problems={"vendor/x": why})
+    found = RecipeChooser(
+        clones,  # type: ignore[arg-type]
+        lambda: Engine(BUILT),
+        DockerSettings(toolchain_images={"python": PYTHONS, "node": NODES}),
+        ValidateSettings(),
+        1,
+    )
+    _, recipes = found.recipes("o/r", COMMIT)
+    assert recipes and all(recipe.notes.count(why) == 1 for recipe in recipes)
+    _, plain = chooser(JS_TREE).recipes("o/r", COMMIT)
+    assert all(why not in recipe.notes for recipe in plain)
+    own = InstallRecipe(language="Python", notes=("submodule vendor/x (url) is not available",))
+    tree = TreeFiles(archive(PYTHON_TREE))
+    tree.missing_submodules = {"vendor/x": why}
+    assert with_missing_submodules(own, tree) is own
 
 
 def test_the_interpreter_images_are_those_the_engine_has(caplog: pytest.LogCaptureFixture) -> None:
