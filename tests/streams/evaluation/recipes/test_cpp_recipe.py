@@ -220,6 +220,36 @@ def test_an_option_that_finds_the_installed_package_in_place_of_its_download_is_
     assert not any(word.startswith("-DCALC_OFFLINE") for word in words)
 
 
+def test_the_notes_name_the_downloads_the_configure_reaches_alone() -> None:
+    """A download under an option off by default (examples), one under an option the recipe
+    turns off (extra data), one an option it turns on skips (the system doctest): none is
+    reached; a download the configure always reaches is said."""
+    listfile = (
+        'option(CALC_BUILD_EXAMPLES "the examples" OFF)\n'
+        "if(CALC_BUILD_EXAMPLES)\n"
+        "  FetchContent_Declare(reflect GIT_REPOSITORY https://example.org/reflect.git)\n"
+        "endif()\n"
+        'option(CALC_DATA_TESTS "the data-driven tests" ON)\n'
+        "if(CALC_DATA_TESTS)\n"
+        "  FetchContent_Declare(calc_data GIT_REPOSITORY https://example.org/calc-data.git)\n"
+        "endif()\n"
+        'option(CALC_SYSTEM_DOCTEST "use the system doctest" OFF)\n'
+        "if(NOT CALC_SYSTEM_DOCTEST)\n"
+        "  FetchContent_Declare(doctest GIT_REPOSITORY https://example.org/doctest.git)\n"
+        "else()\n"
+        "  find_package(doctest REQUIRED)\n"
+        "endif()\n"
+        "FetchContent_Declare(fmt GIT_REPOSITORY https://example.org/fmt.git)\n"
+        "add_executable(t t.cpp)\nadd_test(NAME t COMMAND t)\n"
+    )
+    language = language_named("C++")
+    assert language is not None
+    given = cmake_tree(extra={"tests/CMakeLists.txt": listfile})
+    (recipe, *_), _ = language.infer(given, Inputs("o/r", images={"gcc": IMAGES}))
+    said = [note for note in recipe.notes if note.startswith("downloads at configure time")]
+    assert said == ["downloads at configure time: googletest, fmt"]  # googletest: cmake_tree's
+
+
 def test_an_option_whose_off_branch_finds_the_test_framework_installed_is_turned_off() -> None:
     # on by default, the project builds its own copy of GoogleTest (a download); off, it
     # finds the one Debian installs

@@ -169,6 +169,27 @@ def _on_by_default(
     return list(dict.fromkeys(on))
 
 
+def reached_downloads(facts: CMakeFacts) -> list[str]:
+    """The configure-time downloads the recipe's configure reaches: not those an option it
+    leaves (or turns) off guards (``if(FOO_BUILD_EXAMPLES) add_subdirectory(examples)``, off
+    by default), nor those an option it turns on skips (``if(NOT FOO_SYSTEM_DOCTEST)``)."""
+    turned_on = options_for_tests(facts) + installed_options(facts)
+    turned_off = download_options(facts, turned_on) + bundled_options(facts, turned_on)
+
+    def on(option: str, unknown: str) -> bool:
+        if option in turned_on or option in turned_off:
+            return option in turned_on
+        return facts.options.get(option, unknown).upper() == "ON"
+
+    # an option the listfiles do not declare is taken as reaching the download
+    return [
+        content.name
+        for content in facts.fetched
+        if all(on(option, "ON") for option in content.guards)
+        and not any(on(option, "OFF") for option in content.unless)
+    ]
+
+
 def configure_command(
     facts: CMakeFacts,
     gcc: str | None = None,
@@ -261,7 +282,7 @@ def cmake_recipe(
     what a framework it vendors needs to compile here, ``vendored``; ``standard``: the C++
     standard asked for)."""
     notes = [*facts.problems[:5], *package_notes]
-    downloads = [content.name for content in facts.fetched]
+    downloads = reached_downloads(facts)
     if downloads:
         notes.append(f"downloads at configure time: {', '.join(downloads[:10])}")
     install = (configure_command(facts, version, defines, standard), build_command())
