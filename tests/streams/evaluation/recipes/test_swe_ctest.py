@@ -114,6 +114,62 @@ def test_what_compiles_runs_and_what_does_not_is_said(tmp_path: Path) -> None:
     }  # fmt: skip
 
 
+GLOBBED = """\
+cmake_minimum_required(VERSION 3.14)
+project(calc CXX)
+enable_testing()
+find_package(GTest REQUIRED)
+add_library(calc STATIC calc.cpp)
+file(GLOB test_sources CONFIGURE_DEPENDS tests/*.cpp)
+add_executable(calc_check ${test_sources})
+target_link_libraries(calc_check calc GTest::gtest_main)
+add_test(NAME calc::test COMMAND calc_check)
+"""
+
+
+@pytest.mark.skipif(
+    not all(map(shutil.which, ("cmake", "ninja", "ctest"))), reason="needs CMake and Ninja"
+)
+def test_a_stale_program_of_globbed_sources_is_removed(tmp_path: Path) -> None:
+    """Test sources globbed with CONFIGURE_DEPENDS (CMake checks the glob on every build, so a
+    dry run of the build stops at the manifest and names nothing to link): the program one of
+    them no longer compiles into is found in Ninja's graph and removed, its test not run
+    (not the old program's pass)."""
+    files = {
+        "CMakeLists.txt": GLOBBED,
+        "calc.cpp": FILES["calc.cpp"],
+        "tests/whole_test.cpp": FILES["tests/whole_test.cpp"],
+        "tests/broken_test.cpp": FILES["tests/broken_test.cpp"],
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    configure = ["cmake", "-S", ".", "-B", "build", "-G", "Ninja"]
+    subprocess.run(configure, cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", "build"], cwd=tmp_path, check=True, capture_output=True)
+    assert (tmp_path / "build" / "calc_check").exists()
+    dry = subprocess.run(
+        ["cmake", "--build", "build", "--", "-n"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert "Linking" not in dry.stdout  # what the dry run alone would have found
+
+    (tmp_path / "tests" / "broken_test.cpp").write_text(BROKEN)
+    broken = run(tmp_path, "--report", "report.xml", "tests/broken_test.cpp")
+    assert "swe-ctest: removed stale build/calc_check" in broken.stdout, broken.stdout
+    assert not (tmp_path / "build" / "calc_check").exists()
+    assert (tmp_path / "build" / "libcalc.a").exists()  # a library is not a program
+    assert parse_swe_ctest_report((tmp_path / "report.xml").read_bytes()) == {}
+
+
+def test_ninja_query_outputs_are_read_section_by_section() -> None:
+    answer = (
+        "obj/a.o:\n  input: CXX_COMPILER\n    ../a.cpp\n    || order_only\n"
+        "  outputs:\n    libcalc.a\n  validations:\n    check_a\n"
+        "libcalc.a:\n  input: AR\n    obj/a.o\n  outputs:\n    bin/tool\n    bin/test\n"
+    )
+    assert swe_ctest._query_outputs(answer) == ["libcalc.a", "bin/tool", "bin/test"]
+
+
 def test_a_reports_binary_is_its_name_without_googletests_number() -> None:
     assert swe_ctest.binary_of("/b/gtest-reports/calc_test.xml") == "calc_test"
     assert swe_ctest.binary_of("/b/gtest-reports/calc_test_3.xml") == "calc_test"

@@ -132,13 +132,14 @@ def reconfigure(directory: str) -> None:
             handle.write(status)
 
 
-def build(command: list[str]) -> int:
-    """Build everything that compiles; say each output that did not. The build's status."""
+def build(command: list[str], failed: list[str] | None = None) -> int:
+    """Build everything that compiles; say each output that did not (added to ``failed``).
+    The build's status."""
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
     )
     assert process.stdout is not None
-    failed: list[str] = []
+    failed = [] if failed is None else failed
     for line in process.stdout:
         sys.stdout.write(line)
         found = _FAILED.match(line) or _MAKE_FAILED.match(line)
@@ -157,15 +158,60 @@ def _phony(target: str) -> bool:
     return target in ("all", "check") or target.endswith(("-recursive", "-am"))
 
 
-def remove_stale_executables(directory: str, dry_run: list[str]) -> None:
-    """Remove the executables an earlier build left that this one could not link again (what
-    a dry run of the build still has to link): the tests would run the old code."""
+def remove_stale_executables(directory: str, dry_run: list[str], failed: list[str]) -> None:
+    """Remove the executables an earlier build left that this one could not link again: the
+    tests would run the old code. They are what a dry run of the build still has to link, and
+    what Ninja's graph builds of an output that ``failed`` (``ninja -t query``): a dry run
+    stops at the manifest's regeneration where CMake checks its globs on every build
+    (``file(GLOB ... CONFIGURE_DEPENDS)``), and names nothing then."""
     dry = subprocess.run(dry_run, capture_output=True, text=True, errors="replace")
-    for found in _LINKING.finditer(dry.stdout):
-        path = os.path.join(directory, found.group(1))
-        if os.path.isfile(path) and ".so" not in os.path.basename(path) and not path.endswith(".a"):
+    linked = [found.group(1) for found in _LINKING.finditer(dry.stdout)]
+    for relative in dict.fromkeys([*linked, *ninja_dependents(directory, failed)]):
+        path = os.path.join(directory, relative)
+        if (
+            os.path.isfile(path)
+            and os.access(path, os.X_OK)
+            and ".so" not in os.path.basename(path)
+            and not path.endswith(".a")
+        ):
             os.remove(path)
             say(f"{MARK} removed stale {path}")
+
+
+def ninja_dependents(directory: str, outputs: list[str], most: int = 5000) -> list[str]:
+    """Every output of the Ninja build in ``directory`` built (directly or through others)
+    from ``outputs``: an object's library and program, that library's programs; none where
+    Ninja does not build the directory (make's)."""
+    seen: set[str] = set()
+    queue = list(dict.fromkeys(outputs))
+    found: list[str] = []
+    while queue and len(seen) < most:
+        batch, queue = queue[:100], queue[100:]
+        seen.update(batch)
+        try:
+            query = subprocess.run(
+                ["ninja", "-C", directory, "-t", "query", *batch],
+                capture_output=True, text=True, errors="replace", timeout=120,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return found
+        for dependent in _query_outputs(query.stdout):
+            if dependent not in seen and dependent not in queue:
+                found.append(dependent)
+                queue.append(dependent)
+    return found
+
+
+def _query_outputs(text: str) -> list[str]:
+    """The ``outputs:`` of each target in ``ninja -t query``'s answer."""
+    outputs: list[str] = []
+    within = False
+    for line in text.splitlines():
+        if not line.startswith("    "):  # a target's line, or a section's ("  outputs:")
+            within = line.strip() == "outputs:"
+        elif within:
+            outputs.append(line.strip())
+    return outputs
 
 
 def excluded_test_programs(directory: str) -> list[str]:
@@ -714,9 +760,10 @@ def main(argv: list[str] | None = None) -> int:
             targets = ["all", *programs] if programs else []
             dry = ["cmake", "--build", directory, "--"]
             ninja = ["cmake", "--build", directory, "--parallel", jobs, "--", "-k", "0", *targets]
-        built = build(ninja)
+        failed: list[str] = []
+        built = build(ninja, failed)
         if built != 0:
-            remove_stale_executables(directory, [*dry, "-n", "-k", "0", *targets])
+            remove_stale_executables(directory, [*dry, "-n", "-k", "0", *targets], failed)
         if args.system == "meson":
             tested = run_meson_tests(directory, args.junit, args.jobs, args.timeout, args.test)
         else:
