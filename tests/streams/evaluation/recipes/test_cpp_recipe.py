@@ -32,7 +32,7 @@ from streams.evaluation.recipes.languages.cpp.recipe import (
 )
 from streams.evaluation.recipes.languages.cpp.standard import standard_asked
 from streams.evaluation.recipes.languages.cpp.toolchain import CXX_IMAGES
-from streams.evaluation.recipes.model import TreeFiles
+from streams.evaluation.recipes.model import InstallRecipe, TreeFiles
 from tests.fakes.debian_archive import debian_archive
 from tests.streams.evaluation.test_js_recipes import tree
 
@@ -187,14 +187,19 @@ def test_an_option_that_only_adds_a_download_is_turned_off() -> None:
     assert not any(word.startswith("-DCALC_BUILD_TESTS=OFF") for word in words)
 
 
-def configure_words(tests_listfile: str) -> list[str]:
-    """The words of the configure command of the project ``cmake_tree`` makes, with
-    ``tests_listfile`` as its tests' listfile."""
+def first_recipe(tests_listfile: str) -> InstallRecipe:
+    """The first recipe of the project ``cmake_tree`` makes, with ``tests_listfile`` as its
+    tests' listfile."""
     language = language_named("C++")
     assert language is not None
     given = cmake_tree(extra={"tests/CMakeLists.txt": tests_listfile})
     (recipe, *_), _ = language.infer(given, Inputs("o/r", images={"gcc": IMAGES}))
-    return shlex.split(recipe.install_commands[0])
+    return recipe
+
+
+def configure_words(tests_listfile: str) -> list[str]:
+    """The words of the configure command of ``first_recipe``."""
+    return shlex.split(first_recipe(tests_listfile).install_commands[0])
 
 
 def test_an_option_that_finds_the_installed_package_in_place_of_its_download_is_turned_on() -> None:
@@ -242,10 +247,7 @@ def test_the_notes_name_the_downloads_the_configure_reaches_alone() -> None:
         "FetchContent_Declare(fmt GIT_REPOSITORY https://example.org/fmt.git)\n"
         "add_executable(t t.cpp)\nadd_test(NAME t COMMAND t)\n"
     )
-    language = language_named("C++")
-    assert language is not None
-    given = cmake_tree(extra={"tests/CMakeLists.txt": listfile})
-    (recipe, *_), _ = language.infer(given, Inputs("o/r", images={"gcc": IMAGES}))
+    recipe = first_recipe(listfile)
     said = [note for note in recipe.notes if note.startswith("downloads at configure time")]
     assert said == ["downloads at configure time: googletest, fmt"]  # googletest: cmake_tree's
 

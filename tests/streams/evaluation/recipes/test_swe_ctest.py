@@ -62,16 +62,21 @@ def run(directory: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-@pytest.mark.skipif(
-    not all(map(shutil.which, ("cmake", "ninja", "ctest"))), reason="needs CMake and Ninja"
-)
-def test_what_compiles_runs_and_what_does_not_is_said(tmp_path: Path) -> None:
-    for name, text in FILES.items():
+def built_at_base(tmp_path: Path, files: dict[str, str]) -> None:
+    """``files`` written to ``tmp_path``, configured with Ninja and built, as an image is."""
+    for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     configure = ["cmake", "-S", ".", "-B", "build", "-G", "Ninja"]
     subprocess.run(configure, cwd=tmp_path, check=True, capture_output=True)
     subprocess.run(["cmake", "--build", "build"], cwd=tmp_path, check=True, capture_output=True)
+
+
+@pytest.mark.skipif(
+    not all(map(shutil.which, ("cmake", "ninja", "ctest"))), reason="needs CMake and Ninja"
+)
+def test_what_compiles_runs_and_what_does_not_is_said(tmp_path: Path) -> None:
+    built_at_base(tmp_path, FILES)
     at_base = run(tmp_path, "--report", "base.xml")
     assert parse_swe_ctest_report((tmp_path / "base.xml").read_bytes()) == {
         "Calc.Adds": "passed",
@@ -141,12 +146,7 @@ def test_a_stale_program_of_globbed_sources_is_removed(tmp_path: Path) -> None:
         "tests/whole_test.cpp": FILES["tests/whole_test.cpp"],
         "tests/broken_test.cpp": FILES["tests/broken_test.cpp"],
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    configure = ["cmake", "-S", ".", "-B", "build", "-G", "Ninja"]
-    subprocess.run(configure, cwd=tmp_path, check=True, capture_output=True)
-    subprocess.run(["cmake", "--build", "build"], cwd=tmp_path, check=True, capture_output=True)
+    built_at_base(tmp_path, files)
     assert (tmp_path / "build" / "calc_check").exists()
     dry = subprocess.run(
         ["cmake", "--build", "build", "--", "-n"], cwd=tmp_path, capture_output=True, text=True
