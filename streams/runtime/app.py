@@ -30,6 +30,7 @@ from streams.kafka.commits import (
     CommitStallWatch,
     LostFetchWatch,
     hold_commits_at_unprocessed_records,
+    keep_commit_record_true,
     partition_standings,
     repair_lost_fetches,
     repair_stalled_commits,
@@ -144,6 +145,8 @@ def create_app(settings: Settings, stages: StagesFactory = pipeline_stages) -> f
         sources.add(stage.source.name)
     # after a rebalance, a stage's partition with nothing committed is read from its start
     seek_uncommitted_to_start(app.consumer, sources)
+    # and a commit that failed is not taken for made
+    keep_commit_record_true(app.consumer)
     # and no commit passes a record of it that is not processed
     hold_commits_at_unprocessed_records(app.consumer, sources)
     fetch_wait = settings.kafka.fetch_max_wait_ms

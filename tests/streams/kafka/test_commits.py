@@ -443,3 +443,51 @@ def test_a_jump_of_the_fetch_counts_as_processed_only_outside_the_stage_inputs()
 
     assert asyncio.run(read_with_a_jump("pr.patches")) == [25, None]  # 25..35 read again
     assert asyncio.run(read_with_a_jump("pr.scored"))[0] == 37  # Faust's own rule: past them
+
+
+@pytest.mark.unit
+def test_a_commit_that_did_not_go_through_is_not_recorded_as_made() -> None:
+    """Faust records a commit's offsets whether the group took them or not; a refused commit
+    leaves the record as it was, and one answered after a revocation ran leaves none (CI: the
+    same member got the partition back, took it for committed past its end, and dropped the
+    acks of its records for ten minutes)."""
+    import faust
+    from faust.types import TP
+
+    from streams.kafka.commits import keep_commit_record_true
+
+    app = faust.App("commits-test", broker="kafka://127.0.0.1:1")
+    consumer = app.consumer
+    tp, other = TP("pr.patches", 2), TP("pr.patches", 0)
+    consumer.assignment = lambda: {tp, other}
+    answers: list[bool] = []
+    revoke_while_committing: list[bool] = []
+
+    async def revoke(revoked: set[TP]) -> None:  # what Faust's revocation does to the record
+        for partition in revoked:
+            consumer._committed_offset.pop(partition, None)
+
+    async def commit(offsets: object) -> bool:  # the group's answer
+        if revoke_while_committing:
+            await consumer.on_partitions_revoked({tp, other})
+        return answers.pop(0)
+
+    consumer._commit = commit
+    consumer.on_partitions_revoked = revoke
+    keep_commit_record_true(consumer)
+
+    async def commit_offsets(offsets: dict[TP, int], answer: bool) -> bool:
+        answers.append(answer)
+        # as Faust's commit calls it
+        made: bool = await consumer._commit_offsets(offsets, start_new_transaction=True)
+        return made
+
+    assert asyncio.run(commit_offsets({tp: 3}, False)) is False
+    assert tp not in consumer._committed_offset  # nothing was committed, none is recorded
+    assert asyncio.run(commit_offsets({tp: 3, other: 7}, True)) is True
+    assert consumer._committed_offset == {tp: 3, other: 7}
+    assert asyncio.run(commit_offsets({tp: 5}, False)) is False
+    assert consumer._committed_offset == {tp: 3, other: 7}  # as it was
+    revoke_while_committing.append(True)
+    assert asyncio.run(commit_offsets({tp: 5}, False)) is False
+    assert consumer._committed_offset == {}  # the revocation forgot it, and so it stays
