@@ -54,6 +54,7 @@ from typing import Any
 
 from streams.core import metrics
 from streams.core.settings import DEBIAN_REGISTRIES
+from streams.evaluation.docker_exec import exec_output
 from streams.evaluation.recipes.languages import registries
 from streams.evaluation.sandbox import LABEL, OWNER_LABEL, Sandbox, owner_label, tar_files
 
@@ -297,10 +298,13 @@ class RegistryEgress:
         whose forwarder still listens, nothing happens."""
         if sandbox.container is None:
             raise EgressError("attach the egress to an entered sandbox")
-        code, output = sandbox.container.exec_run(
+        code, out, err = exec_output(
+            sandbox.client.api,
+            sandbox.container.id,
             ["python3", "-I", "-c", program_source("forwarder.py"), SOCKET, str(PROXY_PORT)],
-            workdir="/",
+            "/",
         )
+        output = out + err
         if code == 3:
             log.debug("the sandbox's port %d is taken: the forwarder runs", PROXY_PORT)
         elif code != 0:

@@ -34,6 +34,7 @@ from types import TracebackType
 from typing import Any
 
 from streams.core.settings import DockerSettings
+from streams.evaluation.docker_exec import exec_output
 
 log = logging.getLogger("swe_stream.sandbox")
 
@@ -506,8 +507,8 @@ class Sandbox:
             command=shlex.quote(command),
             timing=_TIMING,
         )
-        code, (out, err) = self.container.exec_run(
-            ["bash", "-c", timed], workdir=workdir or self.workdir, demux=True
+        code, out, err = exec_output(
+            self.client.api, self.container.id, ["bash", "-c", timed], workdir or self.workdir
         )
         seconds = time.monotonic() - started
         stdout = (out or b"").decode("utf-8", errors="replace")

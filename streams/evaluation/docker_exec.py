@@ -1,0 +1,69 @@
+"""A command run in a container with ``docker exec``, its stdout and stderr read whole.
+
+Not the Docker SDK's ``exec_run``: it reads the upgraded connection's frames from the raw
+socket (``APIClient._get_raw_response_socket``), past the buffered reader the HTTP client read
+the response's headers through. When the command's first output reaches the socket together
+with the headers (a loaded machine: the reader is scheduled late), that output sits in the
+reader's buffer and never reaches the SDK: whole frames are lost without a word, and part of a
+frame makes the next header garbage (``ValueError: 115 is not a valid stream``, seen in CI on
+``git apply``'s output). Here the frames are read through that buffered reader, to the end of
+the stream, and then split.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+_HEADER = struct.Struct(">BxxxL")  # stream (0 stdin, 1 stdout, 2 stderr), 3 bytes, length
+STDOUT, STDERR = 1, 2
+
+
+class ExecStreamError(RuntimeError):
+    """The exec's output is not a stream of Docker's frames."""
+
+
+def split_frames(data: bytes) -> tuple[bytes, bytes]:
+    """Docker's multiplexed stream (8-byte headers, each before its payload): its stdout and
+    its stderr. A stream that ends inside a frame keeps what arrived of it."""
+    out, err = bytearray(), bytearray()
+    at = 0
+    while at < len(data):
+        if len(data) - at < _HEADER.size:
+            raise ExecStreamError(f"{len(data) - at} byte(s) after the last frame")
+        stream, length = _HEADER.unpack_from(data, at)
+        payload = data[at + _HEADER.size : at + _HEADER.size + length]
+        if stream == STDOUT:
+            out += payload
+        elif stream == STDERR:
+            err += payload
+        else:
+            raise ExecStreamError(f"a frame of stream {stream} at byte {at}")
+        at += _HEADER.size + length
+    return bytes(out), bytes(err)
+
+
+def exec_output(
+    api: Any, container: str, command: Sequence[str], workdir: str | None = None
+) -> tuple[int, bytes, bytes]:
+    """Run ``command`` in ``container`` (an id) with the low-level client ``api`` (docker's
+    ``APIClient``) and wait for it: its exit code, stdout and stderr."""
+    exec_id = api.exec_create(container, list(command), workdir=workdir)["Id"]
+    response = api._post_json(
+        api._url("/exec/{0}/start", exec_id),
+        headers={"Connection": "Upgrade", "Upgrade": "tcp"},
+        data={"Tty": False, "Detach": False},
+        stream=True,
+    )
+    try:
+        api._raise_for_status(response)
+        # the HTTP client's buffered reader: it may hold the first frames already
+        reader = response.raw._fp.fp
+        api._disable_socket_timeout(reader.raw)  # a command may be quiet for minutes
+        data = reader.read()
+    finally:
+        response.close()
+    out, err = split_frames(data)
+    code = api.exec_inspect(exec_id)["ExitCode"]
+    return int(code if code is not None else -1), out, err
