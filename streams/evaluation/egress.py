@@ -350,7 +350,7 @@ class RegistryEgress:
         container, self.container = self.container, None
         if container is not None:
             try:
-                container.remove(force=True)
+                container.remove(force=True, v=True)
             except docker.errors.NotFound:
                 pass
             except docker.errors.APIError as error:

@@ -96,7 +96,7 @@ def _remove(client: Any, container_id: str) -> bool:
     import docker.errors
 
     try:
-        client.api.remove_container(container_id, force=True)
+        client.api.remove_container(container_id, force=True, v=True)
         return True
     except docker.errors.NotFound:  # removed meanwhile by someone else
         return False
@@ -277,7 +277,7 @@ def remove_now_or_later(container: Any, what: str = "sandbox container") -> None
     if _UNREMOVED:
         remove_unremoved()
     try:
-        container.remove(force=True)
+        container.remove(force=True, v=True)
     except docker.errors.NotFound:  # the engine already removed it
         pass
     except Exception as error:  # the engine went away, or was busy: try again later
@@ -306,7 +306,7 @@ def remove_unremoved() -> int:
     removed = 0
     for container_id, container in pending.items():
         try:
-            container.remove(force=True)
+            container.remove(force=True, v=True)
         except docker.errors.NotFound:
             pass
         except Exception as error:
