@@ -186,10 +186,10 @@ def test_workers_removing_the_same_orphans_at_once_all_succeed(
         thread.join(timeout=120)
     assert errors == []
     # every worker finished, and every orphan is gone (how many each one counts is not
-    # checked: the engine may answer two removals of one container both with success, and
-    # other test processes of this host remove dead owners' containers too: any validator
-    # does when it first uses Docker)
-    assert len(removed) == len(threads) and sum(removed) > 0
+    # checked, not even that one counted any: the engine may answer two removals of one
+    # container both with success, and other test processes of this host remove dead owners'
+    # containers too, any validator when it first uses Docker: CI saw all six count none)
+    assert len(removed) == len(threads)
     left = {c["Id"] for c in listed_containers(docker_client, f"{OWNER_LABEL}={dead_owner}")}
     assert left == set()
     assert not orphans & {c["Id"] for c in docker_client.api.containers(all=True)}
