@@ -511,8 +511,8 @@ class Sandbox:
             self.client.api, self.container.id, ["bash", "-c", timed], workdir or self.workdir
         )
         seconds = time.monotonic() - started
-        stdout = (out or b"").decode("utf-8", errors="replace")
-        stderr = (err or b"").decode("utf-8", errors="replace")
+        stdout = out.decode("utf-8", errors="replace")
+        stderr = err.decode("utf-8", errors="replace")
         matches = list(_TIMING_RE.finditer(stdout))
         match = matches[-1] if matches else None  # the wrapper's line is the last one
         inner = int(match[1]) / 1e9 if match else seconds
