@@ -380,3 +380,26 @@ def test_images_list_shows_every_toolchains_images_and_what_is_missing(
     assert not listed[("go", "1.99")]["present"]
     assert listed[("python", "3.11")]["present"] and ("node", "20") in listed
     assert "1 missing" in done.stderr
+
+
+def test_a_test_build_on_each_go_image_compiles_no_package_of_std(
+    docker_client: Any, go_images: dict[str, str]
+) -> None:
+    """The toolchain images hold std compiled (cgo off, as recipes default): a test build in
+    a fresh container compiles the module's own package alone, not the part of std it
+    imports (32 s of CPU for "testing" on go 1.27 without the cache)."""
+    program = (
+        "mkdir /tmp/m && cd /tmp/m && printf 'module m\\n\\ngo 1.19\\n' > go.mod && "
+        'printf \'package m\\nimport ("encoding/json"; "testing")\\n'
+        "func TestA(t *testing.T) { json.Marshal(1) }\\n' > a_test.go && "
+        "CGO_ENABLED=0 go test -x -count=1 -vet=off ./... 2>&1"
+    )
+    for tag in sorted(set(go_images.values())):
+        out = docker_client.containers.run(tag, ["bash", "-c", program], remove=True).decode()
+        assert "ok  \tm\t" in out, out[-2000:]
+        compiled = [line for line in out.splitlines() if "/compile " in line]
+        # one compile of the package under test (and its test main), none with -std
+        assert compiled and not [line for line in compiled if " -std " in line], (
+            tag,
+            compiled[:5],
+        )

@@ -77,6 +77,8 @@ def test_the_oldest_go_the_module_accepts_then_newer_ones(tmp_path: Path) -> Non
     assert first.dependency_files == {"go.mod": go_mod("example.com/m", "1.21.3").encode()}
     assert "GOTOOLCHAIN" not in first.variables and first.variables["CGO_ENABLED"] == "0"
     assert "go mod download" in first.env_commands[0]
+    # std is compiled in the toolchain image (cgo off): not again in the env layer
+    assert not [c for c in first.env_commands if "go build std" in c]
 
 
 def test_a_toolchain_newer_than_every_image_is_fetched_over_the_newest(tmp_path: Path) -> None:
@@ -85,6 +87,8 @@ def test_a_toolchain_newer_than_every_image_is_fetched_over_the_newest(tmp_path:
     (recipe,) = infer_recipes(tree, repo="o/m", images={"go": GO_IMAGES})[0]
     assert recipe.base_image == "swe-stream/go:forky"
     assert recipe.variables["GOTOOLCHAIN"] == "go1.27.4"
+    # the fetched toolchain's std compiled once, in the env layer, after its download
+    assert "go build std" in recipe.env_commands[-1]
     language = language_named("Go")
     assert language is not None and language.interpreter(recipe) == "go 1.27.4"
     # only the images of older gos built: the newest of them fetches it
@@ -150,6 +154,7 @@ def test_cgo_only_where_a_source_imports_c(tmp_path: Path) -> None:
     tree = tree_of(tmp_path, {"go.mod": go_mod("example.com/m"), "lib.go": LIB, "c.go": cgo})
     recipe = infer_recipes(tree, repo="o/m", images={"go": GO_IMAGES})[0][0]
     assert recipe.variables["CGO_ENABLED"] == "1" and "gcc" in recipe.system_packages
+    assert "go build std" in recipe.env_commands[-1]  # the image's std is cgo off
 
 
 ID = "example.com/m/pkg/TestParse/empty_input"

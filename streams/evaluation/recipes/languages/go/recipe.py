@@ -306,7 +306,12 @@ def go_recipe(
     return InstallRecipe(
         language=LANGUAGE_NAME,
         dependency_files=files,
-        env_commands=(_download_command(modules),) if modules else (),
+        env_commands=(
+            *((_download_command(modules),) if modules else ()),
+            # the toolchain image's build cache holds std for its own go, cgo off: a fetched
+            # toolchain or cgo compiles it here once, not in every test build
+            *(("cd / && (go build std || true)",) if fetch or facts.cgo else ()),
+        ),
         install_commands=tuple(listing),
         test_command=test_command,
         test_runner=RUNNER,
