@@ -244,6 +244,10 @@ class EnvironmentBuilder:
             "VIRTUAL_ENV": VENV,
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
+            # ...but what uv installs is compiled once, in its layer: a test run's start in a
+            # fresh container compiled pytest and the dependencies again (pytest's own start:
+            # 0.52 s of CPU uncompiled, 0.26 compiled), as pip's installs always were
+            "UV_COMPILE_BYTECODE": "1",
             # the system's CA store (networks that intercept TLS add theirs there): uv reads
             # the first name since 0.11, the second before
             "UV_SYSTEM_CERTS": "1",

@@ -210,6 +210,14 @@ def test_a_second_build_takes_what_the_first_downloaded_from_the_shared_cache(
             assert "Installed 1 package" in outputs[-1], outputs[-1]
         assert "Prepared 1 package" in outputs[0]
         assert ("Prepared 1 package" in outputs[1]) is not cached, outputs[1]
+        # what uv installed is compiled in the layer: a run imports it without compiling
+        # (the images write no bytecode at run time)
+        with Sandbox(docker_client, images[-1].tag, workdir="/") as box:
+            found = box.run(
+                "python -c 'import iniconfig, os; print(os.path.isfile(iniconfig.__cached__))'",
+                timeout=60,
+            )
+            assert found.stdout.strip() == "True", found
     finally:
         for env in images:
             builder.release(env, None)

@@ -348,7 +348,10 @@ def test_the_jdk_images_dockerfile_names_its_version_and_quotes_its_variables() 
     dockerfile = toolchain_dockerfile(JAVA_IMAGES, "swe-stream/base:trixie", "21")
     lines = dockerfile.splitlines()
     assert "ARG TOOLCHAIN_VERSION=21" in lines
-    assert 'ENV MAVEN_OPTS="-Dmaven.repo.local=/opt/swe-m2/repository -Xmx1g"' in lines
+    assert (
+        'ENV MAVEN_OPTS="-Dmaven.repo.local=/opt/swe-m2/repository -Xmx1g '
+        '-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"'
+    ) in lines
     run = next(line for line in lines if line.startswith("RUN "))
     assert "openjdk-${TOOLCHAIN_VERSION}-jdk-headless maven" in run
     # the toolchains file names the image's major, not what a JVM prints
