@@ -4,6 +4,7 @@ test are run; and ``swe-go-test`` running packages of two modules with the host'
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import sys
@@ -179,6 +180,14 @@ def test_the_fingerprint_reads_go_mod_go_sum_and_go_work() -> None:
     assert language.fingerprint_files(names) == ["go.mod", "go.sum", "go.work", "sub/go.mod"]
 
 
+@functools.cache
+def _host_go_cache(go: str) -> str:
+    """The build cache the host's go uses (``go env GOCACHE``)."""
+    return subprocess.run(
+        [go, "env", "GOCACHE"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
 def _run_swe_go_test(tmp_path: Path, *args: str) -> tuple[int, dict[str, str]]:
     """swe-go-test run with the host's go, offline, in the repository ``tree_of`` made."""
     script = Path(__file__).parents[4] / "streams/evaluation/recipes/languages/go/swe_go_test.py"
@@ -189,7 +198,9 @@ def _run_swe_go_test(tmp_path: Path, *args: str) -> tuple[int, dict[str, str]]:
         "HOME": str(tmp_path),
         "GOPROXY": "off",  # nothing to download: the modules have no requirement
         "GOTOOLCHAIN": "local",
-        "GOCACHE": str(tmp_path / "cache"),
+        # the host's build cache (content-addressed, safe to share): a cache of the test's
+        # own compiled std again in each test, 30 s of CPU apiece
+        "GOCACHE": _host_go_cache(go),
     }
     done = subprocess.run(
         [sys.executable, str(script), "-count=1", "-json", *args],
