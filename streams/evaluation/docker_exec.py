@@ -16,12 +16,36 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
+import docker.errors
+
 _HEADER = struct.Struct(">BxxxL")  # stream (0 stdin, 1 stdout, 2 stderr), 3 bytes, length
 STDOUT, STDERR = 1, 2
 
 
 class ExecStreamError(RuntimeError):
     """The exec's output is not a stream of Docker's frames."""
+
+
+class ContainerEnded(RuntimeError):
+    """The container ended before or while the command ran (its main process killed: the
+    memory limit's OOM killer picks any process of the container, PID 1 too). The engine then
+    drops the container's running execs: their inspection answers 404."""
+
+    def __init__(self, container: str, state: str):
+        super().__init__(f"the container ended while the command ran ({state})")
+        self.state = state
+
+
+def ended_state(api: Any, container: str) -> str:
+    """What the engine says of the container that ended (``OOMKilled``, its exit code)."""
+    try:
+        state = api.inspect_container(container)["State"]
+    except docker.errors.NotFound:
+        return "removed"
+    return (
+        f"status {state.get('Status')}, exit code {state.get('ExitCode')}, "
+        f"OOM-killed: {bool(state.get('OOMKilled'))}"
+    )
 
 
 def split_frames(data: bytes) -> tuple[bytes, bytes]:
@@ -44,11 +68,35 @@ def split_frames(data: bytes) -> tuple[bytes, bytes]:
     return bytes(out), bytes(err)
 
 
+def _running(api: Any, container: str) -> bool:
+    try:
+        return bool(api.inspect_container(container)["State"].get("Running"))
+    except docker.errors.NotFound:
+        return False
+
+
 def exec_output(
     api: Any, container: str, command: Sequence[str], workdir: str | None = None
 ) -> tuple[int, bytes, bytes]:
     """Run ``command`` in ``container`` (an id) with the low-level client ``api`` (docker's
-    ``APIClient``) and wait for it: its exit code, stdout and stderr."""
+    ``APIClient``) and wait for it: its exit code, stdout and stderr. Raises ContainerEnded
+    where the container is not running, or stopped before or while the command ran: the
+    engine then answers 409 or 500 to the exec's creation or start, 404 to its inspection, or
+    the runtime exits 126 (``cannot exec in a stopped state``), each a race of its own."""
+    try:
+        code, out, err = _exec_output(api, container, command, workdir)
+    except docker.errors.APIError as error:
+        if _running(api, container):
+            raise
+        raise ContainerEnded(container, ended_state(api, container)) from error
+    if code == 126 and not _running(api, container):
+        raise ContainerEnded(container, ended_state(api, container))
+    return code, out, err
+
+
+def _exec_output(
+    api: Any, container: str, command: Sequence[str], workdir: str | None
+) -> tuple[int, bytes, bytes]:
     exec_id = api.exec_create(container, list(command), workdir=workdir)["Id"]
     response = api._post_json(
         api._url("/exec/{0}/start", exec_id),

@@ -34,7 +34,7 @@ from types import TracebackType
 from typing import Any
 
 from streams.core.settings import DockerSettings
-from streams.evaluation.docker_exec import exec_output
+from streams.evaluation.docker_exec import ContainerEnded, exec_output
 
 log = logging.getLogger("swe_stream.sandbox")
 
@@ -507,9 +507,15 @@ class Sandbox:
             command=shlex.quote(command),
             timing=_TIMING,
         )
-        code, out, err = exec_output(
-            self.client.api, self.container.id, ["bash", "-c", timed], workdir or self.workdir
-        )
+        try:
+            code, out, err = exec_output(
+                self.client.api, self.container.id, ["bash", "-c", timed], workdir or self.workdir
+            )
+        except ContainerEnded as ended:  # killed, as the command would have been: no result
+            seconds = time.monotonic() - started
+            said = f"swe-stream: {ended}\n"
+            log.warning("sandbox %s: %s", self.container.id[:12], ended)
+            return ExecResult(KILLED, said, seconds, False, seconds, "", said)
         seconds = time.monotonic() - started
         stdout = out.decode("utf-8", errors="replace")
         stderr = err.decode("utf-8", errors="replace")
