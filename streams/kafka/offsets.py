@@ -157,8 +157,13 @@ async def group_positions(
     return found
 
 
-async def group_members(bootstrap: str, group: str) -> list[str]:
-    """The member ids ``DescribeGroups`` lists for ``group`` (none for an unknown group)."""
+REBALANCING = ("PreparingRebalance", "CompletingRebalance")
+
+
+async def group_members(bootstrap: str, group: str, settled: bool = False) -> list[str]:
+    """The member ids ``DescribeGroups`` lists for ``group`` (none for an unknown group);
+    ``settled``: none while the group rebalances (a member that joined is listed before it has
+    partitions: Apache Kafka waits for the others to join again, which took 29 s in a CI run)."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
@@ -172,6 +177,8 @@ async def group_members(bootstrap: str, group: str) -> list[str]:
         for described in reply.groups:
             _error, name, state, *_rest, listed = described
             if name == group and state not in ("Empty", "Dead", ""):
+                if settled and state in REBALANCING:
+                    continue
                 members += [member[0] for member in listed]
     return members
 

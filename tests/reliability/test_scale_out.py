@@ -107,8 +107,11 @@ def world(
 
 
 async def wait_for_members(bootstrap: str, count: int, workers: list[Worker]) -> None:
+    """Until ``count`` workers are members of a group that is not rebalancing: each has its
+    partitions (a CI run's third worker got its own 29 s after it was listed, and the two others
+    had handled every raw event by then: the partitions were not shared)."""
     deadline = time.monotonic() + 180
-    while len(await group_members(bootstrap, GROUP)) < count:
+    while len(await group_members(bootstrap, GROUP, settled=True)) < count:
         for worker in workers:
             worker.check_alive()
         assert time.monotonic() < deadline, [w.log.read_text()[-2000:] for w in workers]
