@@ -31,21 +31,23 @@ class ContainerEnded(RuntimeError):
     memory limit's OOM killer picks any process of the container, PID 1 too). The engine then
     drops the container's running execs: their inspection answers 404."""
 
-    def __init__(self, container: str, state: str):
-        super().__init__(f"the container ended while the command ran ({state})")
-        self.state = state
 
-
-def ended_state(api: Any, container: str) -> str:
-    """What the engine says of the container that ended (``OOMKilled``, its exit code)."""
+def _state(api: Any, container: str) -> dict[str, Any] | None:
+    """The engine's ``State`` of the container (None: it is gone)."""
     try:
-        state = api.inspect_container(container)["State"]
+        return dict(api.inspect_container(container)["State"])
     except docker.errors.NotFound:
-        return "removed"
-    return (
-        f"status {state.get('Status')}, exit code {state.get('ExitCode')}, "
+        return None
+
+
+def _ended(state: dict[str, Any] | None) -> ContainerEnded:
+    said = (
+        "removed"
+        if state is None
+        else f"status {state.get('Status')}, exit code {state.get('ExitCode')}, "
         f"OOM-killed: {bool(state.get('OOMKilled'))}"
     )
+    return ContainerEnded(f"the container ended while the command ran ({said})")
 
 
 def split_frames(data: bytes) -> tuple[bytes, bytes]:
@@ -68,13 +70,6 @@ def split_frames(data: bytes) -> tuple[bytes, bytes]:
     return bytes(out), bytes(err)
 
 
-def _running(api: Any, container: str) -> bool:
-    try:
-        return bool(api.inspect_container(container)["State"].get("Running"))
-    except docker.errors.NotFound:
-        return False
-
-
 def exec_output(
     api: Any, container: str, command: Sequence[str], workdir: str | None = None
 ) -> tuple[int, bytes, bytes]:
@@ -86,11 +81,14 @@ def exec_output(
     try:
         code, out, err = _exec_output(api, container, command, workdir)
     except docker.errors.APIError as error:
-        if _running(api, container):
+        state = _state(api, container)
+        if state is not None and state.get("Running"):
             raise
-        raise ContainerEnded(container, ended_state(api, container)) from error
-    if code == 126 and not _running(api, container):
-        raise ContainerEnded(container, ended_state(api, container))
+        raise _ended(state) from error
+    if code == 126:  # the runtime's, where the container stopped as the exec started
+        state = _state(api, container)
+        if state is None or not state.get("Running"):
+            raise _ended(state)
     return code, out, err
 
 
